@@ -1,0 +1,19 @@
+# ringlm_library(NAME SOURCES ... DEPS ...): a static library rooted at the repo,
+# so headers are included as "folder/file.h".
+function(ringlm_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# ringlm_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with ctest.
+# Tests see RINGLM_SHARED_DIR (models/ and refs/) as a compile definition.
+function(ringlm_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE RINGLM_SHARED_DIR="${RINGLM_SHARED_DIR}"
+                                             RINGLM_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()
