@@ -1,0 +1,119 @@
+// `ringlm generate`: text generation on this machine.
+#include <cstdio>
+#include <random>
+
+#include "absl/strings/str_join.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "inference/generator.h"
+#include "inference/ops/thread_pool.h"
+
+namespace ringlm {
+namespace {
+
+void AddGenerateOptions(ArgParser& p) {
+  p.AddOption("model", "PATH", "GGUF model file");
+  p.AddOption("prompt", "TEXT", "prompt text (BOS is added as the model says)", "");
+  p.AddOption("n-predict", "N", "tokens to generate", "64");
+  p.AddAlias("-n", "n-predict");
+  p.AddOption("temp", "T", "temperature; 0 = greedy (ties go to the lowest id)", "0.8");
+  p.AddOption("top-k", "K", "keep the K most likely tokens; 0 = off", "40");
+  p.AddOption("top-p", "P", "nucleus sampling threshold; 1 = off", "0.95");
+  p.AddOption("min-p", "P", "drop tokens below P x the top probability; 0 = off", "0.05");
+  p.AddOption("presence-penalty", "X", "OpenAI-style presence penalty", "0");
+  p.AddOption("frequency-penalty", "X", "OpenAI-style frequency penalty", "0");
+  p.AddOption("seed", "S", "random seed; the same seed gives the same text (default: random)");
+  p.AddOption("ctx-size", "N", "context size in tokens (default: the model's)");
+  p.AddOption("threads", "N", "compute threads (default: physical cores)");
+  p.AddAlias("-t", "threads");
+  p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
+  p.AddFlag("json", "print one JSON object {prompt_ids, ids, text} instead of streaming");
+}
+
+absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
+  GenerateOptions o;
+  auto n = p.GetInt("n-predict", 0, 1 << 24);
+  if (!n.ok()) return n.status();
+  o.max_tokens = static_cast<int32_t>(*n);
+  o.ignore_eos = p.GetFlag("ignore-eos");
+  SamplingParams& s = o.sampling;
+  auto temp = p.GetDouble("temp");
+  auto top_k = p.GetInt("top-k", 0, 1 << 30);
+  auto top_p = p.GetDouble("top-p");
+  auto min_p = p.GetDouble("min-p");
+  auto presence = p.GetDouble("presence-penalty");
+  auto frequency = p.GetDouble("frequency-penalty");
+  for (const absl::Status& st : {temp.status(), top_k.status(), top_p.status(), min_p.status(),
+                                 presence.status(), frequency.status()}) {
+    if (!st.ok()) return st;
+  }
+  s.temperature = static_cast<float>(*temp);
+  s.top_k = static_cast<int32_t>(*top_k);
+  s.top_p = static_cast<float>(*top_p);
+  s.min_p = static_cast<float>(*min_p);
+  s.presence_penalty = static_cast<float>(*presence);
+  s.frequency_penalty = static_cast<float>(*frequency);
+  if (p.Has("seed")) {
+    auto seed = p.GetInt("seed", 0, INT64_MAX);
+    if (!seed.ok()) return seed.status();
+    s.seed = static_cast<uint64_t>(*seed);
+  } else {
+    s.seed = std::random_device{}();
+  }
+  if (absl::Status st = s.Validate(); !st.ok()) return st;
+  return o;
+}
+
+std::string IdsJson(const std::vector<int32_t>& ids) { return "[" + absl::StrJoin(ids, ",") + "]"; }
+
+}  // namespace
+
+int RunGenerate(const std::vector<std::string>& args) {
+  ArgParser p("ringlm generate --model PATH --prompt TEXT [options]",
+              "Generates text from a prompt on this machine, streaming it as it comes.");
+  AddGenerateOptions(p);
+  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
+  absl::StatusOr<GenerateOptions> options = ReadGenerateOptions(p);
+  if (!options.ok()) return Fail(options.status());
+  uint32_t ctx = 0;
+  if (p.Has("ctx-size")) {
+    auto v = p.GetInt("ctx-size", 1, 1 << 20);
+    if (!v.ok()) return Fail(v.status());
+    ctx = static_cast<uint32_t>(*v);
+  }
+  int threads = DefaultThreadCount();
+  if (p.Has("threads")) {
+    auto v = p.GetInt("threads", 1, 1024);
+    if (!v.ok()) return Fail(v.status());
+    threads = static_cast<int>(*v);
+  }
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModelForCli(p.GetString("model"), ctx);
+  if (!model.ok()) return Fail(model.status());
+  const Tokenizer& tok = (*model)->tokenizer();
+  const std::vector<int32_t> prompt =
+      tok.Encode(p.GetString("prompt"), /*add_special=*/true, /*parse_special=*/false);
+
+  ThreadPool pool(threads);
+  LocalGenerator generator(**model, &pool);
+  const bool json = p.GetFlag("json");
+  StreamingDecoder decoder(tok);
+  absl::StatusOr<std::vector<int32_t>> ids =
+      generator.Generate(prompt, *options, [&](int32_t token) {
+        if (!json) {
+          std::fputs(decoder.Push(token).c_str(), stdout);
+          std::fflush(stdout);
+        }
+        return true;
+      });
+  if (!ids.ok()) return Fail(ids.status());
+  if (json) {
+    std::printf("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
+                IdsJson(*ids).c_str(), JsonString(JoinPieces(tok, *ids)).c_str());
+  } else {
+    std::printf("%s\n", decoder.Flush().c_str());
+  }
+  return 0;
+}
+
+}  // namespace ringlm

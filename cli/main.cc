@@ -1,0 +1,40 @@
+// `ringlm`: the command-line client. Dispatches to a subcommand.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: ringlm COMMAND [options]
+
+Run and inspect large language models, on one machine or across a ringlm cluster.
+
+commands:
+  generate   generate text from a prompt
+  tokenize   show the token ids of a text
+  inspect    show a GGUF file's metadata, tensors and sizes
+
+Run 'ringlm COMMAND --help' for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "generate") return ringlm::RunGenerate(args);
+  if (command == "tokenize") return ringlm::RunTokenize(args);
+  if (command == "inspect") return ringlm::RunInspect(args);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "ringlm: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

@@ -1,0 +1,88 @@
+// This node's view of the cluster: its peers, and the partition computed
+// from them.
+#ifndef RINGLM_DAEMON_CLUSTER_VIEW_H_
+#define RINGLM_DAEMON_CLUSTER_VIEW_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/peer_client.h"
+#include "discovery/discovery_service.h"
+#include "partition/ring_partition.h"
+#include "proto/ringlm.pb.h"
+
+namespace ringlm {
+
+struct ClusterOptions {
+  // host:port of peers to poll by Health calls, for networks without
+  // broadcast. They join the peer table like announced peers.
+  std::vector<std::string> static_peers;
+  std::chrono::milliseconds health_interval{1000};
+  // Wait for the peer set to hold still this long before re-partitioning.
+  std::chrono::milliseconds repartition_debounce{500};
+};
+
+// One computed partition and the peers it came from. Immutable and shared.
+struct ClusterSnapshot {
+  uint64_t epoch = 0;   // bumps with every recomputation on this node
+  absl::Status status;  // why there is no plan (e.g. the model does not fit)
+  Partition partition;  // empty unless status is OK
+  std::vector<PeerInfo> peers;
+  v1::Plan plan;  // `partition` as sent on the wire
+  bool has_plan() const { return status.ok() && !partition.stages.empty(); }
+};
+
+// Polls peers' health, feeds static peers into the discovery peer table,
+// removes peers whose health call fails, and recomputes the partition when
+// the peer set has held still for the debounce time. Every node with the
+// same peer set computes the same partition (a pure function of it).
+//
+// Owns one thread (Start/Stop). `on_change` runs on that thread after each
+// recomputation. Thread-safe.
+class ClusterView {
+ public:
+  ClusterView(ClusterOptions options, NodeDescriptor self, ModelFootprint footprint,
+              std::string model_fingerprint, DiscoveryService* discovery, PeerClient* client,
+              std::function<void(std::shared_ptr<const ClusterSnapshot>)> on_change);
+  ~ClusterView();
+
+  void Start();
+  void Stop();
+
+  std::shared_ptr<const ClusterSnapshot> current() const;
+  const NodeDescriptor& self() const { return self_; }
+  // Where to reach `node_id`: this node, a peer in the table, or nullopt.
+  std::optional<std::string> AddressOf(const std::string& node_id) const;
+  // A call to `node_id` failed: forget it until it announces again.
+  void ReportUnreachable(const std::string& node_id);
+
+ private:
+  void Loop();
+  void PollHealth();
+  void Recompute();
+
+  const ClusterOptions options_;
+  const NodeDescriptor self_;
+  const ModelFootprint footprint_;
+  const std::string fingerprint_;
+  DiscoveryService* const discovery_;
+  PeerClient* const client_;
+  const std::function<void(std::shared_ptr<const ClusterSnapshot>)> on_change_;
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_DAEMON_CLUSTER_VIEW_H_

@@ -1,0 +1,118 @@
+// The origin side of the ring: requests that this node started, waiting for
+// their tokens to come back from the last stage.
+#ifndef RINGLM_DAEMON_ORIGIN_H_
+#define RINGLM_DAEMON_ORIGIN_H_
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/task_queue.h"
+#include "daemon/transport.h"
+#include "proto/ringlm.pb.h"
+
+namespace ringlm {
+
+// What the origin tells the request's owner (e.g. a streaming RPC).
+struct OriginEvent {
+  bool has_token = false;
+  int32_t token = -1;
+  // Set on the last event of a request.
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  absl::Status error;  // with FINISH_REASON_ERROR
+};
+// Called once per event, in order, never concurrently for one request, and
+// never with a lock held. Must not block.
+using OriginSink = std::function<void(const OriginEvent&)>;
+
+struct OriginOptions {
+  // A request with no token for this long fails (a stall nobody reported).
+  std::chrono::milliseconds no_progress_timeout{60000};
+  // How often the stages of running requests are health-checked.
+  std::chrono::milliseconds health_interval{1000};
+  // Prompt chunks stay below this many bytes of hidden state per message.
+  uint64_t max_chunk_bytes = 8 << 20;
+  uint32_t max_chunk_tokens = 512;
+  bool keep_sessions = false;  // false: drop each stage's session at the end
+};
+
+// A request as the origin starts it.
+struct OriginRequest {
+  std::string request_id;
+  std::string session_id;
+  v1::Plan plan;
+  std::vector<int32_t> prompt;
+  v1::SamplingParams sampling;
+  v1::GenerationLimits limits;
+  v1::DType wire_dtype = v1::DTYPE_F32;
+};
+
+// Starts requests by sending their prompt to stage 0 in chunks, matches the
+// tokens that come back to them, and fails a request with a clear error when
+// a stage reports one, when a stage stops answering health calls, or when
+// nothing happens for no_progress_timeout. Owns a sender thread and a
+// watchdog thread. Thread-safe.
+class OriginRegistry {
+ public:
+  // `health` checks one stage (with a deadline); `on_unreachable` hears of
+  // a node that failed it.
+  OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
+                 std::string self_address, uint32_t n_embd,
+                 std::function<absl::Status(const v1::PlanStage&)> health,
+                 std::function<void(const std::string& node_id)> on_unreachable);
+  ~OriginRegistry();
+
+  // Registers the request and queues its prompt. InvalidArgument for an
+  // empty prompt or a duplicate id.
+  absl::Status Start(OriginRequest request, OriginSink sink);
+  // A DeliverToken call. Returns true when the sender should stop (the
+  // request is unknown, finished or cancelled).
+  bool Deliver(const v1::DeliverTokenRequest& delivery);
+  // Ends a request early (client gone, stop string): tells every stage.
+  void Cancel(const std::string& request_id);
+  size_t active() const;
+  void Stop();
+
+ private:
+  struct Active {
+    OriginRequest request;
+    OriginSink sink;
+    uint32_t next_index = 0;
+    std::chrono::steady_clock::time_point last_progress;
+  };
+
+  void SendPrompt(const std::string& request_id);
+  // Removes the request and emits its last event; false if already gone.
+  bool Finish(const std::string& request_id, const OriginEvent& last);
+  void Fail(const std::string& request_id, const absl::Status& status);
+  void CleanUpStages(const v1::Plan& plan, const std::string& request_id,
+                     const std::string& session_id, bool cancel);
+  void WatchdogLoop();
+
+  const OriginOptions options_;
+  Transport* const transport_;
+  const std::string self_id_;
+  const std::string self_address_;
+  const uint32_t n_embd_;
+  const std::function<absl::Status(const v1::PlanStage&)> health_;
+  const std::function<void(const std::string&)> on_unreachable_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Serializes sink calls so events of one request never interleave.
+  absl::Mutex sink_mu_;
+  TaskQueue sender_;
+  TaskQueue cleanup_;  // Cancel / DropSession calls to stages
+  std::thread watchdog_;
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_DAEMON_ORIGIN_H_

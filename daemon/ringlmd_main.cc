@@ -1,0 +1,154 @@
+// ringlmd: the ringlm node daemon. Run one on every machine; they find each
+// other, split the model's layers by memory, and serve it together.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_split.h"
+#include "base/arg_parser.h"
+#include "daemon/node.h"
+#include "spdlog/spdlog.h"
+
+namespace ringlm {
+namespace {
+
+void AddFlags(ArgParser& p) {
+  p.AddOption("model", "PATH", "GGUF model file (every node of a cluster runs the same one)");
+  p.AddOption("grpc-host", "HOST", "address the node-to-node gRPC server binds", "0.0.0.0");
+  p.AddOption("grpc-port", "N", "gRPC port; 0 picks a free one", "47801");
+  p.AddOption("advertise-host", "HOST",
+              "host other nodes should use for this one (default: the sender address they see)");
+  p.AddOption("discovery-port", "N", "UDP port for announcements", "47800");
+  p.AddOption("announce-interval-ms", "MS", "time between announcements", "1000");
+  p.AddOption("peer-expiry-ms", "MS", "forget a peer silent this long", "5000");
+  p.AddFlag("no-broadcast", "do not announce by UDP broadcast (use --peers)");
+  p.AddFlag("loopback-only",
+            "announce on loopback only (127.255.255.255): a cluster on this host alone");
+  p.AddOption("peers", "HOST:PORT,...",
+              "gRPC addresses of peers to poll, for networks without "
+              "broadcast");
+  p.AddOption("memory-mb", "N", "memory this node offers, instead of MemAvailable");
+  p.AddOption("threads", "N", "compute threads (default: physical cores)");
+  p.AddOption("ctx-size", "N", "context size in tokens (default: the model's)");
+  p.AddOption("kv-cache-mb", "N", "KV cache budget for kept sessions", "1024");
+  p.AddOption("max-sessions", "N", "sessions kept at most", "256");
+  p.AddOption("state-dir", "DIR", "where the node id is kept (default: $XDG_STATE_HOME/ringlm)");
+  p.AddOption("rpc-timeout-ms", "MS", "deadline of node-to-node control calls", "3000");
+  p.AddOption("no-progress-timeout-ms", "MS", "fail a request that makes no progress this long",
+              "60000");
+  p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
+}
+
+absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
+  NodeOptions o;
+  if (!p.Has("model")) return absl::InvalidArgumentError("--model is required");
+  o.model_path = p.GetString("model");
+  o.grpc_host = p.GetString("grpc-host");
+  o.advertise_host = p.GetString("advertise-host");
+  auto grpc_port = p.GetInt("grpc-port", 0, 65535);
+  auto disc_port = p.GetInt("discovery-port", 1, 65535);
+  auto interval = p.GetInt("announce-interval-ms", 50, 600000);
+  auto expiry = p.GetInt("peer-expiry-ms", 100, 3600000);
+  auto kv = p.GetInt("kv-cache-mb", 0, int64_t{1} << 30);
+  auto sessions = p.GetInt("max-sessions", 1, 1 << 20);
+  auto rpc = p.GetInt("rpc-timeout-ms", 50, 600000);
+  auto progress = p.GetInt("no-progress-timeout-ms", 500, 3600000);
+  for (const absl::Status& s :
+       {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
+        sessions.status(), rpc.status(), progress.status()}) {
+    if (!s.ok()) return s;
+  }
+  o.grpc_port = static_cast<uint16_t>(*grpc_port);
+  o.discovery.port = static_cast<uint16_t>(*disc_port);
+  o.discovery.announce_interval = std::chrono::milliseconds(*interval);
+  o.discovery.peer_expiry = std::chrono::milliseconds(*expiry);
+  o.discovery_enabled = !p.GetFlag("no-broadcast");
+  o.discovery.loopback_only = p.GetFlag("loopback-only");
+  o.cluster.health_interval = std::chrono::milliseconds(*interval);
+  o.sessions.budget_bytes = static_cast<uint64_t>(*kv) << 20;
+  o.sessions.max_sessions = static_cast<uint32_t>(*sessions);
+  o.rpc.control_timeout = std::chrono::milliseconds(*rpc);
+  o.rpc.health_timeout = std::chrono::milliseconds(std::min<int64_t>(*rpc, 1000));
+  o.origin.no_progress_timeout = std::chrono::milliseconds(*progress);
+  o.origin.health_interval = std::chrono::milliseconds(std::min<int64_t>(*interval, 1000));
+  if (p.Has("peers")) {
+    for (absl::string_view peer : absl::StrSplit(p.GetString("peers"), ',', absl::SkipEmpty())) {
+      if (peer.find(':') == absl::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--peers entry '", peer, "' is not HOST:PORT"));
+      }
+      o.cluster.static_peers.emplace_back(peer);
+    }
+  }
+  if (p.Has("memory-mb")) {
+    auto mb = p.GetInt("memory-mb", 1, int64_t{1} << 30);
+    if (!mb.ok()) return mb.status();
+    o.memory_bytes = static_cast<uint64_t>(*mb) << 20;
+  }
+  if (p.Has("threads")) {
+    auto t = p.GetInt("threads", 1, 1024);
+    if (!t.ok()) return t.status();
+    o.threads = static_cast<int>(*t);
+  }
+  if (p.Has("ctx-size")) {
+    auto c = p.GetInt("ctx-size", 1, 1 << 20);
+    if (!c.ok()) return c.status();
+    o.context_size = static_cast<uint32_t>(*c);
+  }
+  o.state_dir = p.GetString("state-dir");
+  return o;
+}
+
+int Main(int argc, char** argv) {
+  ArgParser p("ringlmd --model PATH [options]",
+              "The ringlm node daemon. Start one on every machine of a LAN with the same model;\n"
+              "they find each other by UDP broadcast, split the layers by memory, and pass\n"
+              "activations around the ring over gRPC. Stop with Ctrl-C or SIGTERM.");
+  AddFlags(p);
+  if (absl::Status s = p.Parse(std::vector<std::string>(argv + 1, argv + argc)); !s.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  if (p.help_requested()) {
+    std::fputs(p.HelpText().c_str(), stdout);
+    return 0;
+  }
+  spdlog::level::level_enum level = spdlog::level::from_str(p.GetString("log-level"));
+  if (level == spdlog::level::off && p.GetString("log-level") != "off") {
+    std::fprintf(stderr, "ringlmd: unknown --log-level '%s'\n", p.GetString("log-level").c_str());
+    return 2;
+  }
+  spdlog::set_level(level);
+  absl::StatusOr<NodeOptions> options = ReadFlags(p);
+  if (!options.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  // Signals are taken by sigwait below, never by a worker thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<Node>> node = Node::Create(*options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", node.status().ToString().c_str());
+    return 1;
+  }
+  if (absl::Status s = (*node)->Start(); !s.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: stopping", sig);
+  (*node)->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace ringlm
+
+int main(int argc, char** argv) { return ringlm::Main(argc, argv); }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds ringlm, and runs every test: once in a
+# Release build and once, for the unit tests, under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
+#
+#   deploy/test.sh            # both passes
+#   RINGLM_SKIP_ASAN=1 deploy/test.sh   # the Release pass only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash deploy/install-deps.sh
+jobs=$(nproc)
+
+echo "== Release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build -j"$jobs"
+echo "== Release tests"
+(cd build && ctest -j"$jobs" --output-on-failure)
+
+if [ "${RINGLM_SKIP_ASAN:-0}" != "1" ]; then
+  echo "== ASan+UBSan build"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRINGLM_SANITIZE=ON >/dev/null
+  ninja -C build-asan -j"$jobs"
+  echo "== ASan+UBSan unit tests"
+  # Multi-process tests (label "cluster") run in the Release pass only.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest -j"$jobs" --output-on-failure -LE cluster)
+fi

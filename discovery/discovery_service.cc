@@ -1,0 +1,394 @@
+#include "discovery/discovery_service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "discovery/node_identity.h"
+#include "spdlog/spdlog.h"
+
+namespace ringlm {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr std::string_view kLoopbackBroadcast = "127.255.255.255";
+// How often the announcer re-reads the interfaces' broadcast addresses.
+constexpr auto kTargetRefreshInterval = std::chrono::seconds(10);
+// Datagrams drained per wake-up before checking for Stop and expiry again.
+constexpr int kMaxDatagramsPerWake = 64;
+
+absl::Duration ToAbsl(steady_clock::duration d) { return absl::FromChrono(d); }
+
+// " (N similar suppressed)" when N > 0, for rate-limited log lines.
+std::string Suppressed(uint64_t n) {
+  return n == 0 ? std::string() : absl::StrCat(" (", n, " similar suppressed)");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ComputeAnnounceTargets(
+    const DiscoveryOptions& options, const std::vector<std::string>& interface_broadcasts) {
+  std::vector<std::string> targets;
+  if (options.broadcast) {
+    targets.emplace_back(kLoopbackBroadcast);
+    if (!options.loopback_only) {
+      for (const std::string& b : interface_broadcasts) {
+        std::optional<in_addr> ip = ParseIpv4(b);
+        // Defence in depth: InterfaceBroadcastAddresses already drops these.
+        if (!ip || ip->s_addr == INADDR_BROADCAST || IsLoopbackIpv4(b)) continue;
+        targets.push_back(b);
+      }
+    }
+  }
+  for (const std::string& extra : options.extra_broadcast_addresses) {
+    std::optional<in_addr> ip = ParseIpv4(extra);
+    if (!ip) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("extra broadcast address \"", extra, "\" is not an IPv4 address"));
+    }
+    if (ip->s_addr == INADDR_BROADCAST) {
+      return absl::InvalidArgumentError(
+          "extra broadcast address 255.255.255.255 is not allowed: it leaves through an "
+          "arbitrary interface; use the interface's directed broadcast address");
+    }
+    if (options.loopback_only && !IsLoopbackIpv4(extra)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "extra broadcast address ", extra, " is not in 127.0.0.0/8 but loopback_only is set"));
+    }
+    targets.push_back(extra);
+  }
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  return targets;
+}
+
+DiscoveryService::DiscoveryService(DiscoveryOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : SystemClock::Get()),
+      peers_(PeerTableOptions{.expiry = options_.peer_expiry, .max_peers = options_.max_peers}),
+      warnings_(options_.warning_interval) {}
+
+DiscoveryService::~DiscoveryService() { Stop(); }
+
+absl::StatusOr<std::vector<std::string>> DiscoveryService::CurrentTargets() const {
+  const bool scan = options_.broadcast && !options_.loopback_only;
+  return ComputeAnnounceTargets(options_,
+                                scan ? InterfaceBroadcastAddresses() : std::vector<std::string>{});
+}
+
+absl::Status DiscoveryService::Start(Announcement self) {
+  absl::MutexLock lifecycle(&lifecycle_mu_);
+  if (state_ != State::kIdle) {
+    return absl::FailedPreconditionError("DiscoveryService::Start called twice");
+  }
+  if (options_.announce_interval <= milliseconds(0) || options_.peer_expiry <= milliseconds(0)) {
+    return absl::InvalidArgumentError("announce_interval and peer_expiry must be positive");
+  }
+  if (self.instance_id == 0) self.instance_id = RandomU64();
+  if (absl::Status s = ValidateAnnouncement(self); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::string>> targets = CurrentTargets();
+  if (!targets.ok()) return targets.status();
+
+  absl::StatusOr<UdpSocket> sock = UdpSocket::BindAny(options_.port);
+  if (!sock.ok()) return sock.status();
+  absl::StatusOr<uint16_t> port = sock->LocalPort();
+  if (!port.ok()) return port.status();
+  if (pipe2(wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::ErrnoToStatus(errno, "pipe2 for the discovery receiver");
+  }
+  socket_ = std::make_unique<UdpSocket>(*std::move(sock));
+  {
+    absl::MutexLock lock(&mu_);
+    self_datagram_ = EncodeAnnouncement(self);
+    self_ = std::move(self);
+    targets_ = *std::move(targets);
+    bound_port_ = *port;
+    spdlog::info("discovery: {} (instance {:016x}) on UDP port {}, announcing to {} every {} ms",
+                 self_.node_id, self_.instance_id, bound_port_,
+                 targets_.empty() ? std::string("nobody") : absl::StrJoin(targets_, ", "),
+                 options_.announce_interval.count());
+  }
+  state_ = State::kRunning;
+  receiver_ = std::thread([this] { ReceiveLoop(); });
+  announcer_ = std::thread([this] { AnnounceLoop(); });
+  return absl::OkStatus();
+}
+
+void DiscoveryService::Stop() {
+  absl::MutexLock lifecycle(&lifecycle_mu_);
+  if (state_ != State::kRunning) return;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  const char byte = 1;
+  while (write(wake_fds_[1], &byte, 1) < 0 && errno == EINTR) {
+  }
+  announcer_.join();
+  receiver_.join();
+  socket_.reset();
+  close(wake_fds_[0]);
+  close(wake_fds_[1]);
+  wake_fds_[0] = wake_fds_[1] = -1;
+  state_ = State::kStopped;
+}
+
+absl::Status DiscoveryService::UpdateSelf(Announcement self) {
+  bool clear_peers = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (self_.node_id.empty()) {
+      return absl::FailedPreconditionError("DiscoveryService::UpdateSelf before Start");
+    }
+    if (self.node_id != self_.node_id) {
+      return absl::InvalidArgumentError(absl::StrCat("UpdateSelf cannot change the node id from ",
+                                                     self_.node_id, " to ", self.node_id));
+    }
+    self.instance_id = self_.instance_id;
+    if (absl::Status s = ValidateAnnouncement(self); !s.ok()) return s;
+    clear_peers = self.model_fingerprint != self_.model_fingerprint;
+    self_datagram_ = EncodeAnnouncement(self);
+    self_ = std::move(self);
+    announce_now_ = true;
+  }
+  // Peers of the old model are not peers of the new one.
+  if (clear_peers) peers_.Clear();
+  return absl::OkStatus();
+}
+
+DiscoveryCounters DiscoveryService::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+bool DiscoveryService::duplicate_id_detected() const {
+  absl::MutexLock lock(&mu_);
+  return duplicate_id_detected_;
+}
+
+Announcement DiscoveryService::self() const {
+  absl::MutexLock lock(&mu_);
+  return self_;
+}
+
+uint16_t DiscoveryService::bound_port() const {
+  absl::MutexLock lock(&mu_);
+  return bound_port_;
+}
+
+std::vector<std::string> DiscoveryService::announce_targets() const {
+  absl::MutexLock lock(&mu_);
+  return targets_;
+}
+
+void DiscoveryService::AnnounceLoop() {
+  auto next_refresh = steady_clock::now() + kTargetRefreshInterval;
+  while (true) {
+    std::string datagram;
+    std::vector<std::string> targets;
+    uint16_t port = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      announce_now_ = false;
+      datagram = self_datagram_;
+      targets = targets_;
+      port = bound_port_;
+    }
+    uint64_t sent = 0, errors = 0;
+    for (const std::string& target : targets) {
+      absl::Status s = socket_->SendTo(datagram, target, port);
+      if (s.ok()) {
+        ++sent;
+        continue;
+      }
+      ++errors;
+      uint64_t suppressed = 0;
+      if (warnings_.Allow(absl::StrCat("send ", target), steady_clock::now(), &suppressed)) {
+        spdlog::warn("discovery: announcing to {}:{} failed: {}{}", target, port, s.ToString(),
+                     Suppressed(suppressed));
+      }
+    }
+
+    absl::MutexLock lock(&mu_);
+    counters_.sent += sent;
+    counters_.send_errors += errors;
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || announce_now_; };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), ToAbsl(options_.announce_interval));
+    if (stopping_) return;
+    if (steady_clock::now() >= next_refresh) {
+      // Interfaces come and go (DHCP, Wi-Fi); getifaddrs runs unlocked.
+      mu_.Unlock();
+      absl::StatusOr<std::vector<std::string>> fresh = CurrentTargets();
+      mu_.Lock();
+      if (fresh.ok()) targets_ = *std::move(fresh);
+      next_refresh = steady_clock::now() + kTargetRefreshInterval;
+    }
+  }
+}
+
+void DiscoveryService::ReceiveLoop() {
+  // Expiry runs a few times per peer_expiry, but at least every 250 ms.
+  const steady_clock::duration check_every = std::clamp<steady_clock::duration>(
+      options_.peer_expiry / 4, milliseconds(10), milliseconds(250));
+  auto next_expire = steady_clock::now() + check_every;
+  // MSG_TRUNC reports the real size of a larger datagram, so one byte more
+  // than the limit is enough to tell an oversized one apart.
+  std::string buf(kMaxAnnouncementBytes + 1, '\0');
+  pollfd fds[2] = {{socket_->fd(), POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
+  while (true) {
+    const auto wait = std::chrono::duration_cast<milliseconds>(next_expire - steady_clock::now());
+    const int rc = poll(fds, 2, static_cast<int>(std::max<int64_t>(wait.count(), 0)) + 1);
+    if (rc < 0 && errno != EINTR) {
+      spdlog::error("discovery: poll failed: {}", absl::ErrnoToStatus(errno, "poll").ToString());
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    if (rc > 0 && fds[1].revents != 0) return;  // Stop()
+    if (rc > 0 && fds[0].revents != 0) {
+      for (int i = 0; i < kMaxDatagramsPerWake; ++i) {
+        absl::StatusOr<std::optional<UdpSocket::Received>> r =
+            socket_->Receive(buf.data(), buf.size());
+        if (!r.ok()) {
+          uint64_t suppressed = 0;
+          if (warnings_.Allow("recv", steady_clock::now(), &suppressed)) {
+            spdlog::warn("discovery: {}{}", r.status().ToString(), Suppressed(suppressed));
+          }
+          break;
+        }
+        if (!r->has_value()) break;
+        const UdpSocket::Received& from = **r;
+        HandleDatagram(from.size > kMaxAnnouncementBytes ? std::string_view()
+                                                         : std::string_view(buf.data(), from.size),
+                       from);
+      }
+    }
+    if (steady_clock::now() >= next_expire) {
+      for (const PeerInfo& gone : peers_.Expire(clock_->Now())) {
+        spdlog::info("discovery: peer {} at {} left (silent for more than {} ms)", gone.node_id,
+                     gone.address, options_.peer_expiry.count());
+      }
+      next_expire = steady_clock::now() + check_every;
+    }
+  }
+}
+
+void DiscoveryService::Ignore(uint64_t DiscoveryCounters::*counter, std::string_view reason,
+                              const UdpSocket::Received& from, std::string_view detail) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++(counters_.*counter);
+  }
+  uint64_t suppressed = 0;
+  if (warnings_.Allow(reason, steady_clock::now(), &suppressed)) {
+    spdlog::warn("discovery: ignoring {}-byte datagram from {}:{}: {}{}", from.size, from.sender_ip,
+                 from.sender_port, detail, Suppressed(suppressed));
+  }
+}
+
+void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Received& from) {
+  Announcement self;
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.received;
+    self.node_id = self_.node_id;
+    self.instance_id = self_.instance_id;
+    self.model_fingerprint = self_.model_fingerprint;
+  }
+  if (from.size > kMaxAnnouncementBytes) {
+    Ignore(&DiscoveryCounters::ignored_oversized, "oversized", from,
+           absl::StrCat("larger than ", kMaxAnnouncementBytes, " bytes"));
+    return;
+  }
+  DecodeFailure failure = DecodeFailure::kNone;
+  absl::StatusOr<Announcement> a = DecodeAnnouncement(data, &failure);
+  if (!a.ok()) {
+    switch (failure) {
+      case DecodeFailure::kBadChecksum:
+        Ignore(&DiscoveryCounters::ignored_bad_checksum, "checksum", from, a.status().ToString());
+        break;
+      case DecodeFailure::kOtherVersion:
+        Ignore(&DiscoveryCounters::ignored_other_version, "version", from, a.status().ToString());
+        break;
+      case DecodeFailure::kTooLong:
+        Ignore(&DiscoveryCounters::ignored_oversized, "oversized", from, a.status().ToString());
+        break;
+      default:
+        Ignore(&DiscoveryCounters::ignored_malformed, "malformed", from, a.status().ToString());
+        break;
+    }
+    return;
+  }
+
+  if (a->node_id == self.node_id) {
+    if (a->instance_id == self.instance_id) {
+      absl::MutexLock lock(&mu_);
+      ++counters_.ignored_self;
+      return;
+    }
+    DuplicateIdEvent event{.node_id = self.node_id,
+                           .our_instance_id = self.instance_id,
+                           .other_instance_id = a->instance_id,
+                           .other_address = absl::StrCat(from.sender_ip, ":", from.sender_port)};
+    bool first_for_instance = false;
+    {
+      absl::MutexLock lock(&mu_);
+      ++counters_.ignored_duplicate_id;
+      duplicate_id_detected_ = true;
+      auto& seen = duplicate_instances_;
+      if (std::find(seen.begin(), seen.end(), a->instance_id) == seen.end() && seen.size() < 64) {
+        seen.push_back(a->instance_id);
+        first_for_instance = true;
+      }
+    }
+    uint64_t suppressed = 0;
+    if (first_for_instance || warnings_.Allow("duplicate id", steady_clock::now(), &suppressed)) {
+      spdlog::error(
+          "discovery: duplicate node id \"{}\": another process at {} (instance {:016x}, ours "
+          "{:016x}) announces it too; give one of them another id (delete its state dir's "
+          "node_id){}",
+          event.node_id, event.other_address, event.other_instance_id, event.our_instance_id,
+          Suppressed(suppressed));
+    }
+    if (first_for_instance && options_.on_duplicate_id) options_.on_duplicate_id(event);
+    return;
+  }
+
+  if (a->model_fingerprint != self.model_fingerprint) {
+    Ignore(
+        &DiscoveryCounters::ignored_other_model, "model", from,
+        absl::StrCat("node ", a->node_id, " runs model \"", absl::CHexEscape(a->model_fingerprint),
+                     "\", we run \"", absl::CHexEscape(self.model_fingerprint), "\""));
+    return;
+  }
+
+  absl::StatusOr<PeerChange> change = peers_.Observe(*a, from.sender_ip, clock_->Now());
+  if (!change.ok()) {
+    Ignore(&DiscoveryCounters::ignored_table_full, "table", from, change.status().ToString());
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.accepted;
+  }
+  if (*change == PeerChange::kRefreshed) return;
+  const std::optional<PeerInfo> peer = peers_.Find(a->node_id);
+  if (!peer) return;  // removed concurrently
+  const char* what = *change == PeerChange::kJoined      ? "joined"
+                     : *change == PeerChange::kRestarted ? "restarted"
+                                                         : "changed";
+  spdlog::info("discovery: peer {} {} at {} ({} MiB usable, {} threads, {:.1f} GFLOP/s)",
+               peer->node_id, what, peer->address, peer->caps.usable_memory_bytes >> 20,
+               peer->caps.threads, peer->caps.matmul_gflops);
+}
+
+}  // namespace ringlm

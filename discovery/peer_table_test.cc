@@ -1,0 +1,231 @@
+#include "discovery/peer_table.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringlm {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+Announcement Peer(std::string id, uint64_t instance = 1, uint64_t usable = 1000) {
+  Announcement a;
+  a.node_id = std::move(id);
+  a.instance_id = instance;
+  a.grpc_port = 5000;
+  a.model_fingerprint.assign(1, 'm');  // not = "m": GCC 12 -Wrestrict false positive
+  a.caps.usable_memory_bytes = usable;
+  a.caps.threads = 4;
+  return a;
+}
+
+TEST(PeerTableTest, JoinRefreshUpdateRestart) {
+  FakeClock clock;
+  PeerTable table;
+  EXPECT_EQ(table.version(), 0u);
+  const SteadyTime t0 = clock.Now();
+
+  ASSERT_EQ(*table.Observe(Peer("b"), "10.0.0.2", t0), PeerChange::kJoined);
+  EXPECT_EQ(table.version(), 1u);
+  std::vector<PeerInfo> snap = table.Snapshot();
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].node_id, "b");
+  EXPECT_EQ(snap[0].address, "10.0.0.2:5000");
+  EXPECT_EQ(snap[0].host, "10.0.0.2");
+  EXPECT_EQ(snap[0].caps.usable_memory_bytes, 1000u);
+  EXPECT_EQ(snap[0].last_seen, t0);
+
+  clock.Advance(seconds(1));
+  ASSERT_EQ(*table.Observe(Peer("b"), "10.0.0.2", clock.Now()), PeerChange::kRefreshed);
+  EXPECT_EQ(table.version(), 1u);
+  EXPECT_EQ(table.Find("b")->last_seen, clock.Now());
+  EXPECT_EQ(table.Find("b")->first_seen, t0);
+
+  ASSERT_EQ(*table.Observe(Peer("b", 1, 2000), "10.0.0.2", clock.Now()), PeerChange::kUpdated);
+  EXPECT_EQ(table.version(), 2u);
+  EXPECT_EQ(table.Find("b")->caps.usable_memory_bytes, 2000u);
+
+  clock.Advance(seconds(1));
+  ASSERT_EQ(*table.Observe(Peer("b", 2, 2000), "10.0.0.2", clock.Now()), PeerChange::kRestarted);
+  EXPECT_EQ(table.version(), 3u);
+  EXPECT_EQ(table.Find("b")->instance_id, 2u);
+  EXPECT_EQ(table.Find("b")->first_seen, clock.Now());
+
+  ASSERT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  snap = table.Snapshot();
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_EQ(snap[0].node_id, "a");  // sorted
+  EXPECT_EQ(snap[1].node_id, "b");
+}
+
+TEST(PeerTableTest, ExpiryUsesTheGivenTime) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  clock.Advance(seconds(2));
+  ASSERT_TRUE(table.Observe(Peer("b"), "10.0.0.2", clock.Now()).ok());
+  const uint64_t v = table.version();
+
+  clock.Advance(seconds(3));  // a silent for exactly 5 s: still there
+  EXPECT_TRUE(table.Expire(clock.Now()).empty());
+  EXPECT_EQ(table.version(), v);
+
+  clock.Advance(milliseconds(1));
+  std::vector<PeerInfo> gone = table.Expire(clock.Now());
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].node_id, "a");
+  EXPECT_EQ(table.version(), v + 1);
+  EXPECT_EQ(table.size(), 1u);
+
+  clock.Advance(seconds(3));
+  gone = table.Expire(clock.Now());
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].node_id, "b");
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.version(), v + 2);
+}
+
+TEST(PeerTableTest, RefreshPostponesExpiry) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+    clock.Advance(seconds(4));
+    EXPECT_TRUE(table.Expire(clock.Now()).empty()) << i;
+  }
+  EXPECT_EQ(table.version(), 1u);
+}
+
+TEST(PeerTableTest, RemoveAndClear) {
+  FakeClock clock;
+  PeerTable table;
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  ASSERT_TRUE(table.Observe(Peer("b"), "10.0.0.2", clock.Now()).ok());
+  EXPECT_TRUE(table.Remove("a"));
+  EXPECT_EQ(table.version(), 3u);
+  EXPECT_FALSE(table.Remove("a"));
+  EXPECT_EQ(table.version(), 3u);
+  EXPECT_FALSE(table.Find("a").has_value());
+  table.Clear();
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.version(), 4u);
+  table.Clear();
+  EXPECT_EQ(table.version(), 4u);
+}
+
+TEST(PeerTableTest, BoundedSize) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.max_peers = 2});
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  ASSERT_TRUE(table.Observe(Peer("b"), "10.0.0.2", clock.Now()).ok());
+  absl::StatusOr<PeerChange> r = table.Observe(Peer("c"), "10.0.0.3", clock.Now());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  // Known peers still refresh and restart.
+  EXPECT_EQ(*table.Observe(Peer("b", 9), "10.0.0.2", clock.Now()), PeerChange::kRestarted);
+  EXPECT_EQ(table.size(), 2u);
+}
+
+TEST(PeerTableTest, AdvertisedHostWins) {
+  FakeClock clock;
+  PeerTable table;
+  Announcement a = Peer("a");
+  a.grpc_host = "gpu-box.lan";
+  ASSERT_TRUE(table.Observe(a, "10.0.0.1", clock.Now()).ok());
+  EXPECT_EQ(table.Find("a")->address, "gpu-box.lan:5000");
+  a.grpc_host = "fe80::1";
+  EXPECT_EQ(*table.Observe(a, "10.0.0.1", clock.Now()), PeerChange::kUpdated);
+  EXPECT_EQ(table.Find("a")->address, "[fe80::1]:5000");
+}
+
+TEST(PeerTableTest, PrefersLanAddressOverLoopbackWithoutFlapping) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  ASSERT_TRUE(table.Observe(Peer("a"), "127.0.0.1", clock.Now()).ok());
+  EXPECT_EQ(table.Find("a")->address, "127.0.0.1:5000");
+  EXPECT_EQ(*table.Observe(Peer("a"), "192.168.1.5", clock.Now()), PeerChange::kUpdated);
+  const uint64_t v = table.version();
+  for (int i = 0; i < 20; ++i) {
+    clock.Advance(milliseconds(500));
+    EXPECT_EQ(*table.Observe(Peer("a"), "127.0.0.1", clock.Now()), PeerChange::kRefreshed);
+    EXPECT_EQ(*table.Observe(Peer("a"), "192.168.1.5", clock.Now()), PeerChange::kRefreshed);
+  }
+  EXPECT_EQ(table.version(), v);
+  EXPECT_EQ(table.Find("a")->address, "192.168.1.5:5000");
+}
+
+TEST(PeerTableTest, SwitchesBetweenLanAddressesOnlyWhenTheOldOneGoesQuiet) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  ASSERT_TRUE(table.Observe(Peer("a"), "192.168.1.5", clock.Now()).ok());
+  for (int i = 0; i < 10; ++i) {
+    clock.Advance(milliseconds(500));
+    EXPECT_EQ(*table.Observe(Peer("a"), "10.1.0.5", clock.Now()), PeerChange::kRefreshed);
+    EXPECT_EQ(*table.Observe(Peer("a"), "192.168.1.5", clock.Now()), PeerChange::kRefreshed);
+  }
+  EXPECT_EQ(table.Find("a")->address, "192.168.1.5:5000");
+  // 192.168.1.5 goes quiet (e.g. Wi-Fi dropped) for more than expiry / 2.
+  for (int i = 0; i < 6; ++i) {
+    clock.Advance(milliseconds(500));
+    ASSERT_TRUE(table.Observe(Peer("a"), "10.1.0.5", clock.Now()).ok());
+  }
+  EXPECT_EQ(table.Find("a")->address, "10.1.0.5:5000");
+}
+
+TEST(PeerTableTest, RejectsUnusableAnnouncements) {
+  FakeClock clock;
+  PeerTable table;
+  EXPECT_EQ(table.Observe(Peer("bad id"), "10.0.0.1", clock.Now()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Observe(Peer("a"), "", clock.Now()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.size(), 0u);
+}
+
+TEST(PeerTableTest, AwaitVersionAboveWakesOnChange) {
+  FakeClock clock;
+  PeerTable table;
+  EXPECT_EQ(table.AwaitVersionAbove(0, absl::Milliseconds(10)), 0u);  // times out
+  std::thread writer([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    (void)table.Observe(Peer("a"), "10.0.0.1", clock.Now());
+  });
+  const uint64_t v = table.AwaitVersionAbove(0, absl::Seconds(30));
+  writer.join();
+  EXPECT_EQ(v, 1u);
+}
+
+TEST(PeerTableTest, ConcurrentUse) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(100)});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const std::string id = absl::StrCat("n", (t * 7 + i) % 10);
+        (void)table.Observe(Peer(id, i % 3), "10.0.0.1", clock.Now());
+        clock.Advance(milliseconds(1));
+        (void)table.Snapshot();
+        (void)table.Expire(clock.Now());
+        if (i % 50 == 0) table.Remove(id);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(table.size(), 10u);
+  EXPECT_GT(table.version(), 0u);
+}
+
+TEST(JoinHostPortTest, BracketsIpv6) {
+  EXPECT_EQ(JoinHostPort("10.0.0.1", 80), "10.0.0.1:80");
+  EXPECT_EQ(JoinHostPort("::1", 80), "[::1]:80");
+}
+
+}  // namespace
+}  // namespace ringlm

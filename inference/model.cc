@@ -1,0 +1,92 @@
+#include "inference/model.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "inference/vocabulary_loader.h"
+
+namespace ringlm {
+namespace {
+
+constexpr uint32_t kMaxContext = 1u << 20;
+
+// FNV-1a, 64-bit: enough to tell different models apart on a LAN; it is a
+// label, not a security check.
+class Fnv64 {
+ public:
+  void Add(std::string_view bytes) {
+    for (unsigned char ch : bytes) {
+      hash_ ^= ch;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  void Add(uint64_t v) { Add(std::string_view(reinterpret_cast<const char*>(&v), sizeof(v))); }
+  uint64_t value() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+std::string Fingerprint(const GgufFile& file, const ModelConfig& config) {
+  Fnv64 h;
+  h.Add(file.file_size());
+  for (const GgufTensorInfo& t : file.tensors()) {
+    h.Add(t.name);
+    h.Add(static_cast<uint64_t>(t.type));
+    h.Add(t.offset);
+    for (uint64_t d : t.dims) h.Add(d);
+  }
+  return absl::StrFormat("%s-%dL-%016x", config.architecture, config.n_layer, h.value());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
+                                                   const ModelOptions& options) {
+  std::unique_ptr<Model> m(new Model());
+  m->path_ = path;
+  RINGLM_ASSIGN_OR_RETURN(m->file_, GgufFile::Open(path));
+  RINGLM_ASSIGN_OR_RETURN(m->config_, ModelConfig::FromGguf(*m->file_));
+  RINGLM_ASSIGN_OR_RETURN(Vocabulary vocab, LoadVocabulary(*m->file_));
+  if (vocab.pieces.size() != m->config_.n_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("the tokenizer has ", vocab.pieces.size(),
+                                                   " tokens but token_embd.weight has ",
+                                                   m->config_.n_vocab, " rows"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::Create(std::move(vocab)));
+  const LayerRange range = options.layers.value_or(LayerRange{0, m->config_.n_layer});
+  if (range.size() > 0) {
+    RINGLM_ASSIGN_OR_RETURN(m->weights_, StageWeights::Load(*m->file_, m->config_, range));
+  }
+  m->context_size_ = options.context_size == 0 ? m->config_.n_ctx_train : options.context_size;
+  if (m->context_size_ > kMaxContext) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context size ", m->context_size_, " is above the limit of ", kMaxContext));
+  }
+  m->fingerprint_ = Fingerprint(*m->file_, m->config_);
+  return m;
+}
+
+void Model::PageIn(const StageWeights& weights, const LoadProgress& progress) const {
+  const uint64_t total = weights.bytes();
+  const long page = sysconf(_SC_PAGESIZE);
+  uint64_t done = 0;
+  uint64_t next_report = 0;
+  volatile uint8_t sink = 0;
+  for (const GgufTensorInfo* t : weights.tensors()) {
+    file_->Prefetch(*t);
+    for (uint64_t off = 0; off < t->n_bytes; off += page) {
+      sink = sink + t->data[off];
+      done += std::min<uint64_t>(page, t->n_bytes - off);
+      if (progress && done >= next_report) {
+        progress(done, total);
+        next_report = done + total / 100;
+      }
+    }
+  }
+  if (progress) progress(total, total);
+}
+
+}  // namespace ringlm

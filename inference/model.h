@@ -1,0 +1,77 @@
+// A GGUF model opened for one stage: file, config, tokenizer and the weights
+// of a layer range.
+#ifndef RINGLM_INFERENCE_MODEL_H_
+#define RINGLM_INFERENCE_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "inference/gguf/gguf_file.h"
+#include "inference/model_config.h"
+#include "inference/stage_weights.h"
+#include "inference/tokenizer/tokenizer.h"
+
+namespace ringlm {
+
+struct ModelOptions {
+  // Layers to hold; nullopt = all of them (a single-node run), an empty
+  // range = none (a node that only tokenizes, or picks its range later with
+  // LoadStage).
+  std::optional<LayerRange> layers;
+  // Context size in positions; 0 = the model's context_length. Larger than
+  // context_length is allowed, with a warning from the caller (see
+  // `context_above_training`).
+  uint32_t context_size = 0;
+};
+
+// Called while weights are paged in: bytes done and bytes in all.
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+// Owns the mapped GGUF file and everything derived from it. Immutable after
+// Load; thread-safe for concurrent readers.
+class Model {
+ public:
+  static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
+                                                     const ModelOptions& options);
+
+  // Reads every page of `weights` so the first request does not pay for
+  // page faults. Reports progress when `progress` is set.
+  void PageIn(const StageWeights& weights, const LoadProgress& progress = nullptr) const;
+
+  const std::string& path() const { return path_; }
+  const GgufFile& file() const { return *file_; }
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Precondition: has_weights().
+  const StageWeights& weights() const { return *weights_; }
+  bool has_weights() const { return weights_.has_value(); }
+  // Weights of another layer range of the same file (views, cheap). The
+  // Model must outlive them.
+  absl::StatusOr<StageWeights> LoadStage(LayerRange range) const {
+    return StageWeights::Load(*file_, config_, range);
+  }
+  uint32_t context_size() const { return context_size_; }
+  bool context_above_training() const { return context_size_ > config_.n_ctx_train; }
+  // Identifies the model for peers: a hash of its metadata and tensor table
+  // (not of the data, which would take a full read).
+  const std::string& fingerprint() const { return fingerprint_; }
+
+ private:
+  Model() = default;
+
+  std::string path_;
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<StageWeights> weights_;
+  uint32_t context_size_ = 0;
+  std::string fingerprint_;
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_MODEL_H_

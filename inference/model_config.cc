@@ -1,0 +1,109 @@
+#include "inference/model_config.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace ringlm {
+namespace {
+
+// Upper bounds that no real model reaches; they keep a corrupt header from
+// asking for absurd allocations later.
+constexpr uint64_t kMaxLayers = 4096;
+constexpr uint64_t kMaxDim = 1u << 20;
+constexpr uint64_t kMaxHeads = 4096;
+constexpr uint64_t kMaxVocab = 1u << 22;
+
+absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key, uint64_t max) {
+  absl::StatusOr<uint64_t> v = file.GetUint(key);
+  if (!v.ok()) return v.status();
+  if (*v == 0 || *v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key '", key, "' = ", *v, " is outside [1, ", max, "]"));
+  }
+  return static_cast<uint32_t>(*v);
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
+  ModelConfig c;
+  absl::StatusOr<std::string> arch = file.GetString("general.architecture");
+  if (!arch.ok()) return arch.status();
+  c.architecture = *arch;
+  if (c.architecture == "llama") {
+    c.rope_style = RopeStyle::kNormal;
+  } else if (c.architecture == "qwen2") {
+    c.rope_style = RopeStyle::kNeox;
+    c.has_qkv_bias = true;
+  } else {
+    return absl::UnimplementedError(
+        absl::StrCat("unsupported architecture '", c.architecture, "' (supported: llama, qwen2)"));
+  }
+  if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
+    c.name = *name;
+  }
+  const std::string p = c.architecture + ".";
+
+  RINGLM_ASSIGN_OR_RETURN(c.n_layer, GetBounded(file, p + "block_count", kMaxLayers));
+  RINGLM_ASSIGN_OR_RETURN(c.n_embd, GetBounded(file, p + "embedding_length", kMaxDim));
+  RINGLM_ASSIGN_OR_RETURN(c.n_ff, GetBounded(file, p + "feed_forward_length", kMaxDim));
+  RINGLM_ASSIGN_OR_RETURN(c.n_head, GetBounded(file, p + "attention.head_count", kMaxHeads));
+  RINGLM_ASSIGN_OR_RETURN(c.n_ctx_train, GetBounded(file, p + "context_length", 1u << 24));
+  c.n_head_kv = c.n_head;
+  if (file.Find(p + "attention.head_count_kv") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_head_kv,
+                            GetBounded(file, p + "attention.head_count_kv", kMaxHeads));
+  }
+  if (c.n_embd % c.n_head != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head));
+  }
+  if (c.n_head % c.n_head_kv != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv));
+  }
+  c.head_dim = c.n_embd / c.n_head;
+  if (file.Find(p + "attention.key_length") != nullptr) {
+    uint32_t key_length = 0;
+    RINGLM_ASSIGN_OR_RETURN(key_length, GetBounded(file, p + "attention.key_length", kMaxDim));
+    if (key_length != c.head_dim) {
+      return absl::UnimplementedError(absl::StrCat("attention.key_length ", key_length,
+                                                   " differs from n_embd/n_head ", c.head_dim));
+    }
+  }
+  c.n_rot = c.head_dim;
+  if (file.Find(p + "rope.dimension_count") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_rot, GetBounded(file, p + "rope.dimension_count", c.head_dim));
+  }
+  if (c.n_rot % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rope.dimension_count ", c.n_rot, " is odd"));
+  }
+  if (file.Find(p + "rope.freq_base") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.rope_freq_base, file.GetFloat(p + "rope.freq_base"));
+    if (!(c.rope_freq_base > 0)) {
+      return absl::InvalidArgumentError("rope.freq_base must be positive");
+    }
+  }
+  if (file.Find(p + "attention.layer_norm_rms_epsilon") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.rms_eps, file.GetFloat(p + "attention.layer_norm_rms_epsilon"));
+    if (!(c.rms_eps > 0 && c.rms_eps < 1)) {
+      return absl::InvalidArgumentError("attention.layer_norm_rms_epsilon must be in (0, 1)");
+    }
+  }
+  // The vocabulary size is the embedding's row count; the tokenizer checks
+  // that its own list agrees.
+  absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");
+  if (!embd.ok()) return embd.status();
+  if ((*embd)->dims.size() != 2 || (*embd)->dims[0] != c.n_embd) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor 'token_embd.weight' must be [", c.n_embd, ", n_vocab]"));
+  }
+  if ((*embd)->dims[1] > kMaxVocab) {
+    return absl::InvalidArgumentError("token_embd.weight has an absurd vocabulary size");
+  }
+  c.n_vocab = static_cast<uint32_t>((*embd)->dims[1]);
+  return c;
+}
+
+}  // namespace ringlm

@@ -1,0 +1,80 @@
+#include "inference/ops/activations.h"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace ringlm {
+namespace {
+
+constexpr int64_t kGroup = 16;  // AVX-512 lanes
+
+// ggml_v_silu for one lane.
+inline float SiluGgmlVector(float x) {
+  const float neg_x = 0.0f - x;
+  const float e = ExpGgmlVector(neg_x);
+  return x / (1.0f + e);
+}
+
+}  // namespace
+
+float ExpGgmlVector(float x) {
+  // Each line mirrors one intrinsic of ggml_v_expf (fmadd = std::fma,
+  // fnmadd(a, b, c) = fma(-a, b, c)).
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::isnan(n)) return n;
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : std::numeric_limits<float>::infinity();
+  // _mm512_scalef_ps(j, n) = j * 2^floor(n), rounded once; n is integral here.
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+void SoftmaxInPlace(float* x, int64_t n) {
+  assert(n >= 1);
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = max > x[i] ? max : x[i];  // ggml's MAX macro
+  double sum = 0.0;
+  int64_t i = 0;
+  for (; i + kGroup <= n; i += kGroup) {
+    float group[kGroup];
+    for (int64_t l = 0; l < kGroup; ++l) {
+      group[l] = ExpGgmlVector(x[i + l] - max);
+      x[i + l] = group[l];
+    }
+    for (int64_t width = kGroup / 2; width >= 1; width /= 2) {
+      for (int64_t l = 0; l < width; ++l) group[l] = group[l] + group[l + width];
+    }
+    sum += static_cast<double>(group[0]);
+  }
+  for (; i < n; ++i) {
+    const float val = std::exp(x[i] - max);
+    sum += static_cast<double>(val);
+    x[i] = val;
+  }
+  const float scale = static_cast<float>(1.0 / sum);
+  for (int64_t k = 0; k < n; ++k) x[k] *= scale;
+}
+
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + kGroup <= n; i += kGroup) {
+    for (int64_t l = 0; l < kGroup; ++l) {
+      const float s = SiluGgmlVector(gate[i + l]);
+      out[i + l] = s * up[i + l];
+    }
+  }
+  for (; i < n; ++i) {
+    const float s = Silu(gate[i]);
+    out[i] = s * up[i];
+  }
+}
+
+}  // namespace ringlm

@@ -1,0 +1,57 @@
+// Matrix-vector / matrix-matrix products against GGUF weight rows, with the
+// numerics of llama.cpp build 4748's CPU backend as built for the reference
+// outputs (x86-64, GGML_NATIVE on an AVX-512 machine, gcc 12).
+//
+// What "the numerics of ggml" means here, per weight type:
+//   - Activations are first converted to the type's vec_dot_type: F32 stays
+//     f32; F16 weights round x to f16; BF16 weights round x to bf16; Q8_0 and
+//     Q4_0 weights quantize x to Q8_0 blocks (QuantizeRowQ8_0Activations).
+//   - F32/F16/BF16 dots accumulate products with FMA in 16 float lanes and
+//     reduce the lanes by halving (as _mm512_reduce_add_ps does). Two orders
+//     exist (DotOrder): ggml_vec_dot_* (4x16 lanes over steps of 64, then the
+//     tail added in double) and llamafile tinyBLAS (one 16-lane accumulator),
+//     which ggml uses for batches of >= 2 tokens when rows % 4 == 0 and
+//     cols % 16 == 0.
+//   - Q8_0/Q4_0 dots: per block, 8 exact integer partial sums (4 products
+//     each) are scaled by d_w*d_x (one float product) and FMA-accumulated in 8
+//     float lanes; the lanes are reduced by halving. Both orders agree.
+// Single-threaded and multi-threaded results are bit-identical.
+#ifndef RINGLM_INFERENCE_OPS_MATMUL_H_
+#define RINGLM_INFERENCE_OPS_MATMUL_H_
+
+#include <cstdint>
+
+#include "inference/ops/thread_pool.h"
+#include "inference/tensor_type.h"
+
+namespace ringlm {
+
+// Which of ggml's two summation orders a dot product follows.
+enum class DotOrder {
+  kVecDot,  // ggml_vec_dot_*: one token, or a batch tinyBLAS refuses
+  kTiled,   // llamafile tinyBLAS: batches of >= 2 tokens
+};
+
+// The order MatMul uses for these shapes (ggml's dispatch rule).
+DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens);
+
+// y[t * rows + r] = dot(W row r, x row t) for t < n_tokens, r < rows.
+// W: `rows` rows of `cols` values of `type` (GGUF layout: ne0 = cols, rows
+// contiguous). x: n_tokens x cols floats. y: n_tokens x rows floats.
+// Activations are converted once per token; output rows are split across
+// `pool` (nullptr: run on the caller). Hot path: reuses per-thread scratch.
+// Preconditions: IsComputeSupported(type); cols is a multiple of the type's
+// block size; rows, n_tokens >= 0; y does not overlap w or x. Must not be
+// called from inside a ParallelFor of the same pool.
+void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
+            int64_t n_tokens, float* y, ThreadPool* pool);
+
+// One dot product with MatMul's semantics, written plainly and slowly (it
+// converts x itself on every call). Tests compare MatMul against it.
+// Same preconditions as MatMul for one row.
+float DotRowReference(TensorType type, const void* row, const float* x, int64_t cols,
+                      DotOrder order = DotOrder::kVecDot);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_OPS_MATMUL_H_

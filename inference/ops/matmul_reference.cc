@@ -1,0 +1,165 @@
+// DotRowReference and the dispatch rule: the plain, slow statement of the
+// numerics that matmul.cc implements quickly. Kept separate from the fast
+// code on purpose so the two do not share bugs.
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "inference/ops/fp16.h"
+#include "inference/ops/matmul.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+// Sums `lanes` floats by repeatedly adding the upper half onto the lower half,
+// the order of _mm512_reduce_add_ps (16 lanes) and ggml's hsum_float_8 (8).
+float ReduceByHalving(std::vector<float> v) {
+  for (size_t width = v.size() / 2; width >= 1; width /= 2) {
+    for (size_t i = 0; i < width; ++i) v[i] = v[i] + v[i + width];
+  }
+  return v[0];
+}
+
+// ggml_vec_dot_{f32,f16} with AVX-512: four 16-lane FMA accumulators over
+// steps of 64 values, combined pairwise (0+2, 1+3, then 0+1) and reduced; the
+// tail past the last full step is added in double, one float product at a time.
+float VecDotFloat(const std::vector<float>& w, const std::vector<float>& x) {
+  const size_t n = w.size();
+  const size_t full = n - n % 64;
+  std::vector<std::vector<float>> acc(4, std::vector<float>(16, 0.0f));
+  for (size_t i = 0; i < full; i += 64) {
+    for (size_t j = 0; j < 4; ++j) {
+      for (size_t lane = 0; lane < 16; ++lane) {
+        const size_t k = i + 16 * j + lane;
+        acc[j][lane] = std::fma(w[k], x[k], acc[j][lane]);
+      }
+    }
+  }
+  for (size_t lane = 0; lane < 16; ++lane) {
+    acc[0][lane] = acc[0][lane] + acc[2][lane];
+    acc[1][lane] = acc[1][lane] + acc[3][lane];
+  }
+  for (size_t lane = 0; lane < 16; ++lane) acc[0][lane] = acc[0][lane] + acc[1][lane];
+  double sum = ReduceByHalving(acc[0]);
+  for (size_t k = full; k < n; ++k) {
+    const float product = w[k] * x[k];
+    sum += static_cast<double>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+// ggml_vec_dot_bf16 with AVX-512F (no AVX512_BF16): two 16-lane accumulators
+// over steps of 32 (FMA, as gcc contracts ggml's mul+add), each reduced and
+// added in double, then the tail in double.
+float VecDotBf16(const std::vector<float>& w, const std::vector<float>& x) {
+  const size_t n = w.size();
+  std::vector<float> c1(16, 0.0f);
+  std::vector<float> c2(16, 0.0f);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (size_t lane = 0; lane < 16; ++lane) {
+      c1[lane] = std::fma(w[i + lane], x[i + lane], c1[lane]);
+      c2[lane] = std::fma(w[i + 16 + lane], x[i + 16 + lane], c2[lane]);
+    }
+  }
+  double sum = 0.0;
+  sum += static_cast<double>(ReduceByHalving(c1));
+  sum += static_cast<double>(ReduceByHalving(c2));
+  for (; i < n; ++i) {
+    const float product = w[i] * x[i];
+    sum += static_cast<double>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+// llamafile tinyBLAS<16>: one 16-lane FMA accumulator, then reduced.
+// Precondition: n % 16 == 0.
+float TiledFloat(const std::vector<float>& w, const std::vector<float>& x) {
+  std::vector<float> acc(16, 0.0f);
+  for (size_t i = 0; i < w.size(); ++i) acc[i % 16] = std::fma(w[i], x[i], acc[i % 16]);
+  return ReduceByHalving(acc);
+}
+
+// Q8_0 x Q8_0 or Q4_0 x Q8_0: `wq` holds the weight's integer values and
+// `wd` its per-block scales.
+float QuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const void* xq_blocks,
+               int64_t cols) {
+  const auto* xb = static_cast<const BlockQ8_0*>(xq_blocks);
+  std::vector<float> acc(8, 0.0f);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const float scale = wd[b] * Fp16ToFp32(xb[b].d);
+    for (int lane = 0; lane < 8; ++lane) {
+      int32_t partial = 0;
+      for (int t = 0; t < 4; ++t) {
+        const int k = 4 * lane + t;
+        partial += wq[b * 32 + k] * xb[b].qs[k];
+      }
+      acc[lane] = std::fma(scale, static_cast<float>(partial), acc[lane]);
+    }
+  }
+  return ReduceByHalving(acc);
+}
+
+}  // namespace
+
+DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens) {
+  // ggml sends single tokens to ggml_vec_dot_* (llamafile_sgemm refuses n < 2).
+  if (n_tokens < 2) return DotOrder::kVecDot;
+  switch (type) {
+    case TensorType::kF32:
+    case TensorType::kF16:
+    case TensorType::kBF16:
+      // tinyBLAS<16> needs k % 16 == 0 and (AVX-512 tiling) m % 4 == 0.
+      return (rows % 4 == 0 && cols % 16 == 0) ? DotOrder::kTiled : DotOrder::kVecDot;
+    default:
+      return DotOrder::kTiled;  // quantized: same numerics either way
+  }
+}
+
+float DotRowReference(TensorType type, const void* row, const float* x, int64_t cols,
+                      DotOrder order) {
+  assert(IsComputeSupported(type));
+  std::vector<float> w(cols);
+  std::vector<float> xv(x, x + cols);
+  switch (type) {
+    case TensorType::kF32:
+    case TensorType::kF16:
+    case TensorType::kBF16: {
+      DequantizeRow(type, row, w.data(), cols);  // exact for these types
+      if (type == TensorType::kF16) {
+        for (float& v : xv) v = Fp16ToFp32(Fp32ToFp16(v));
+      } else if (type == TensorType::kBF16) {
+        for (float& v : xv) v = Bf16ToFp32(Fp32ToBf16(v));
+      }
+      if (order == DotOrder::kTiled) return TiledFloat(w, xv);
+      return type == TensorType::kBF16 ? VecDotBf16(w, xv) : VecDotFloat(w, xv);
+    }
+    case TensorType::kQ8_0:
+    case TensorType::kQ4_0: {
+      std::vector<BlockQ8_0> xq(cols / 32);
+      QuantizeRowQ8_0Activations(x, xq.data(), cols);
+      std::vector<int> wq(cols);
+      std::vector<float> wd(cols / 32);
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        if (type == TensorType::kQ8_0) {
+          const auto& blk = static_cast<const BlockQ8_0*>(row)[b];
+          wd[b] = Fp16ToFp32(blk.d);
+          for (int k = 0; k < 32; ++k) wq[b * 32 + k] = blk.qs[k];
+        } else {
+          const auto& blk = static_cast<const BlockQ4_0*>(row)[b];
+          wd[b] = Fp16ToFp32(blk.d);
+          for (int k = 0; k < 16; ++k) {
+            wq[b * 32 + k] = (blk.qs[k] & 0x0F) - 8;
+            wq[b * 32 + 16 + k] = (blk.qs[k] >> 4) - 8;
+          }
+        }
+      }
+      return QuantDot(wq, wd, xq.data(), cols);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+}  // namespace ringlm

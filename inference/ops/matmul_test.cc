@@ -1,0 +1,183 @@
+#include "inference/ops/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "inference/ops/fp16.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+constexpr TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                 TensorType::kQ8_0, TensorType::kQ4_0};
+
+// Weights of `type` made from floats, row by row.
+std::vector<uint8_t> MakeWeights(TensorType type, const std::vector<float>& w, int64_t rows,
+                                 int64_t cols) {
+  const auto traits = TraitsOf(type);
+  const size_t row_bytes = cols / traits.block_size * traits.block_bytes;
+  std::vector<uint8_t> out(row_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = w.data() + r * cols;
+    void* dst = out.data() + r * row_bytes;
+    switch (type) {
+      case TensorType::kF32:
+        std::memcpy(dst, src, row_bytes);
+        break;
+      case TensorType::kF16:
+        Fp32ToFp16Row(src, static_cast<uint16_t*>(dst), cols);
+        break;
+      case TensorType::kBF16:
+        Fp32ToBf16Row(src, static_cast<uint16_t*>(dst), cols);
+        break;
+      case TensorType::kQ8_0:
+        QuantizeRowQ8_0(src, dst, cols);
+        break;
+      case TensorType::kQ4_0:
+        QuantizeRowQ4_0(src, dst, cols);
+        break;
+      default:
+        ADD_FAILURE();
+    }
+  }
+  return out;
+}
+
+std::vector<float> RandomVector(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Exact dot (in double) of the dequantized weight row with the activations as
+// the kernel sees them (rounded/quantized), plus the scale sum |w*x| for a
+// relative tolerance.
+std::pair<double, double> ExactDot(TensorType type, const void* row, const float* x, int64_t cols) {
+  std::vector<float> w(cols);
+  DequantizeRow(type, row, w.data(), cols);
+  std::vector<float> xs(x, x + cols);
+  if (type == TensorType::kF16) {
+    for (float& v : xs) v = Fp16ToFp32(Fp32ToFp16(v));
+  } else if (type == TensorType::kBF16) {
+    for (float& v : xs) v = Bf16ToFp32(Fp32ToBf16(v));
+  } else if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
+    std::vector<BlockQ8_0> q(cols / 32);
+    QuantizeRowQ8_0Activations(x, q.data(), cols);
+    DequantizeRow(TensorType::kQ8_0, q.data(), xs.data(), cols);
+  }
+  double dot = 0.0;
+  double mag = 0.0;
+  for (int64_t i = 0; i < cols; ++i) {
+    dot += static_cast<double>(w[i]) * xs[i];
+    mag += std::fabs(static_cast<double>(w[i]) * xs[i]);
+  }
+  return {dot, mag};
+}
+
+TEST(MatMulTest, MatchesReferenceBitForBitOnAwkwardShapes) {
+  std::mt19937 rng(42);
+  ThreadPool pool3(3);
+  for (TensorType type : kTypes) {
+    for (int64_t rows : {1, 3, 7, 33, 130}) {
+      for (int64_t cols : {32, 64, 96, 160, 4096}) {
+        const std::vector<float> wf = RandomVector(rows * cols, rng);
+        const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
+        const size_t row_bytes = w.size() / rows;
+        for (int64_t n_tokens : {1, 2, 5}) {
+          const std::vector<float> x = RandomVector(n_tokens * cols, rng);
+          std::vector<float> y1(n_tokens * rows, NAN);
+          std::vector<float> y3(n_tokens * rows, NAN);
+          MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y1.data(), nullptr);
+          MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y3.data(), &pool3);
+          const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const float* xt = x.data() + t * cols;
+              const void* row = w.data() + r * row_bytes;
+              const float ref = DotRowReference(type, row, xt, cols, order);
+              const float got = y1[t * rows + r];
+              SCOPED_TRACE(testing::Message()
+                           << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
+                           << " n_tokens=" << n_tokens << " t=" << t << " r=" << r);
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(ref))
+                  << got << " vs " << ref;
+              ASSERT_EQ(std::bit_cast<uint32_t>(y3[t * rows + r]), std::bit_cast<uint32_t>(got));
+              // And it is a dot product: close to the exact value.
+              const auto [exact, mag] = ExactDot(type, row, xt, cols);
+              ASSERT_LE(std::fabs(got - exact), 1e-5 * mag + 1e-30);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, DispatchFollowsGgml) {
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 64, 64, 1), DotOrder::kVecDot);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 64, 64, 2), DotOrder::kTiled);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 63, 64, 2), DotOrder::kVecDot);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF16, 64, 172, 5), DotOrder::kVecDot);  // 172 % 16 != 0
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF16, 64, 176, 5), DotOrder::kTiled);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kQ8_0, 7, 64, 5), DotOrder::kTiled);
+}
+
+TEST(MatMulTest, SummationOrdersDifferAsSpecified) {
+  // The vec-dot order adds the tail past the last multiple of 64 in double
+  // after the lanes; the tiled order keeps it in its lanes. Use values where
+  // float rounding makes the two visible.
+  const int64_t cols = 80;
+  std::vector<float> w(cols, 1.0f);
+  std::vector<float> x(cols, 0.0f);
+  x[0] = 1e8f;   // lane 0, inside the first step of 64
+  x[64] = 3.0f;  // tail: lane 0 of the tiled accumulator
+  x[65] = 3.0f;  // tail: lane 1
+  // Tiled: lane 0 = fma(1, 3, 1e8) = 1e8 (float spacing is 8 there), lane 1 = 3,
+  // and the final 1e8 + 3 rounds back to 1e8.
+  EXPECT_EQ(DotRowReference(TensorType::kF32, w.data(), x.data(), cols, DotOrder::kTiled), 1e8f);
+  // Vec-dot: the lanes give 1e8, then + 3 + 3 in double = 1e8 + 6 -> 1e8 + 8.
+  EXPECT_EQ(DotRowReference(TensorType::kF32, w.data(), x.data(), cols, DotOrder::kVecDot),
+            100000008.0f);
+  // MatMul picks each order by shape: 1 token -> vec-dot; 2 tokens, 4 rows -> tiled.
+  std::vector<float> w4(4 * cols, 1.0f);
+  std::vector<float> x2(x);
+  x2.insert(x2.end(), x.begin(), x.end());
+  std::vector<float> y(8);
+  MatMul(TensorType::kF32, w4.data(), 4, cols, x.data(), 1, y.data(), nullptr);
+  EXPECT_EQ(y[0], 100000008.0f);
+  MatMul(TensorType::kF32, w4.data(), 4, cols, x2.data(), 2, y.data(), nullptr);
+  EXPECT_EQ(y[0], 1e8f);
+  EXPECT_EQ(y[7], 1e8f);
+}
+
+TEST(MatMulTest, QuantizedHandCase) {
+  // Weights all +1 (Q8_0 with d = 1/127 * 127 ... built by hand), x all 1.
+  BlockQ8_0 w;
+  w.d = Fp32ToFp16(0.5f);
+  for (int j = 0; j < 32; ++j) w.qs[j] = static_cast<int8_t>(j - 16);
+  std::vector<float> x(32, 2.0f);  // quantizes to d = 2/127, q = 127
+  float y = 0.0f;
+  MatMul(TensorType::kQ8_0, &w, 1, 32, x.data(), 1, &y, nullptr);
+  // sum(j - 16) * 127 = -16 * 127 = -2032; scale 0.5 * f16(2/127).
+  const float dx = Fp16ToFp32(Fp32ToFp16(2.0f / 127.0f));
+  EXPECT_FLOAT_EQ(y, -2032.0f * 0.5f * dx);
+}
+
+TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
+  std::vector<float> w(64, 1.0f);
+  std::vector<float> x(64, 1.0f);
+  float y = 123.0f;
+  MatMul(TensorType::kF32, w.data(), 1, 64, x.data(), 0, &y, nullptr);
+  MatMul(TensorType::kF32, w.data(), 0, 64, x.data(), 1, &y, nullptr);
+  EXPECT_EQ(y, 123.0f);
+}
+
+}  // namespace
+}  // namespace ringlm

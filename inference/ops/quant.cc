@@ -1,0 +1,117 @@
+#include "inference/ops/quant.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "inference/ops/fp16.h"
+
+namespace ringlm {
+
+void QuantizeRowQ8_0(const float* x, void* dst, int64_t n) {
+  assert(n % kQ8_0BlockSize == 0);
+  auto* y = static_cast<BlockQ8_0*>(dst);
+  const int64_t nb = n / kQ8_0BlockSize;
+  for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQ8_0BlockSize;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / ((1 << 7) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = Fp32ToFp16(d);
+    for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+      y[i].qs[j] = static_cast<int8_t>(std::round(xb[j] * id));
+    }
+  }
+}
+
+void QuantizeRowQ4_0(const float* x, void* dst, int64_t n) {
+  assert(n % kQ4_0BlockSize == 0);
+  auto* y = static_cast<BlockQ4_0*>(dst);
+  const int64_t nb = n / kQ4_0BlockSize;
+  constexpr int64_t kHalf = kQ4_0BlockSize / 2;
+  for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQ4_0BlockSize;
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int64_t j = 0; j < kQ4_0BlockSize; ++j) {
+      if (amax < std::fabs(xb[j])) {
+        amax = std::fabs(xb[j]);
+        max = xb[j];
+      }
+    }
+    const float d = max / -8;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = Fp32ToFp16(d);
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const float x0 = xb[j] * id;
+      const float x1 = xb[kHalf + j] * id;
+      // Truncation toward zero after +8.5 is ggml's rounding; the product and
+      // the add are separate roundings (no FMA), as in ggml-base.
+      const uint8_t q0 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x0 + 8.5f)));
+      const uint8_t q1 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x1 + 8.5f)));
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n) {
+  assert(n % kQ8_0BlockSize == 0);
+  auto* y = static_cast<BlockQ8_0*>(dst);
+  const int64_t nb = n / kQ8_0BlockSize;
+  for (int64_t i = 0; i < nb; ++i) {
+    const float* xb = x + i * kQ8_0BlockSize;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    y[i].d = Fp32ToFp16(d);
+    for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+      // _mm256_round_ps(_MM_ROUND_NEAREST) == nearbyint in the default mode.
+      y[i].qs[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+    }
+  }
+}
+
+void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
+  switch (type) {
+    case TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case TensorType::kF16:
+      Fp16ToFp32Row(static_cast<const uint16_t*>(src), dst, n);
+      return;
+    case TensorType::kBF16:
+      Bf16ToFp32Row(static_cast<const uint16_t*>(src), dst, n);
+      return;
+    case TensorType::kQ8_0: {
+      assert(n % kQ8_0BlockSize == 0);
+      const auto* b = static_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n / kQ8_0BlockSize; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+          dst[i * kQ8_0BlockSize + j] = b[i].qs[j] * d;
+        }
+      }
+      return;
+    }
+    case TensorType::kQ4_0: {
+      assert(n % kQ4_0BlockSize == 0);
+      const auto* b = static_cast<const BlockQ4_0*>(src);
+      constexpr int64_t kHalf = kQ4_0BlockSize / 2;
+      for (int64_t i = 0; i < n / kQ4_0BlockSize; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        for (int64_t j = 0; j < kHalf; ++j) {
+          dst[i * kQ4_0BlockSize + j] = ((b[i].qs[j] & 0x0F) - 8) * d;
+          dst[i * kQ4_0BlockSize + kHalf + j] = ((b[i].qs[j] >> 4) - 8) * d;
+        }
+      }
+      return;
+    }
+    default:
+      assert(false && "DequantizeRow: unsupported type");
+  }
+}
+
+}  // namespace ringlm

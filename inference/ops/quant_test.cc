@@ -1,0 +1,155 @@
+#include "inference/ops/quant.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "inference/ops/fp16.h"
+
+namespace ringlm {
+namespace {
+
+// Block with amax 127 so d = 1 and every product x * id is exact.
+std::vector<float> UnitScaleBlock() {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;
+  x[1] = -63.5f;
+  x[2] = 0.5f;
+  x[3] = 1.5f;
+  x[4] = 2.5f;
+  x[5] = -0.5f;
+  x[6] = -2.5f;
+  x[7] = 3.4f;
+  x[31] = -127.0f;
+  return x;
+}
+
+TEST(QuantTest, BlockSizes) {
+  EXPECT_EQ(sizeof(BlockQ8_0), 34u);
+  EXPECT_EQ(sizeof(BlockQ4_0), 18u);
+  EXPECT_EQ(TraitsOf(TensorType::kQ8_0).block_bytes, sizeof(BlockQ8_0));
+  EXPECT_EQ(TraitsOf(TensorType::kQ4_0).block_bytes, sizeof(BlockQ4_0));
+}
+
+TEST(QuantTest, Q8_0ReferenceRoundsHalfAwayFromZero) {
+  const std::vector<float> x = UnitScaleBlock();
+  BlockQ8_0 b;
+  QuantizeRowQ8_0(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0x3c00);  // 1.0
+  const int expected[8] = {127, -64, 1, 2, 3, -1, -3, 3};
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(b.qs[j], expected[j]) << j;
+  EXPECT_EQ(b.qs[31], -127);
+  for (int j = 8; j < 31; ++j) EXPECT_EQ(b.qs[j], 0);
+}
+
+TEST(QuantTest, Q8_0ActivationsRoundHalfToEven) {
+  const std::vector<float> x = UnitScaleBlock();
+  BlockQ8_0 b;
+  QuantizeRowQ8_0Activations(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0x3c00);
+  const int expected[8] = {127, -64, 0, 2, 2, 0, -2, 3};
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(b.qs[j], expected[j]) << j;
+  EXPECT_EQ(b.qs[31], -127);
+}
+
+TEST(QuantTest, Q8_0AllZeroBlock) {
+  const std::vector<float> x(64, 0.0f);
+  BlockQ8_0 b[2];
+  QuantizeRowQ8_0(x.data(), b, 64);
+  for (const auto& blk : b) {
+    EXPECT_EQ(blk.d, 0);
+    for (int8_t q : blk.qs) EXPECT_EQ(q, 0);
+  }
+}
+
+TEST(QuantTest, Q4_0HandComputedBlocks) {
+  // Largest magnitude is negative: d = -8 / -8 = 1.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -8.0f;   // q = (int8)(0.5) = 0
+  x[1] = 7.0f;    // 15
+  x[2] = 7.4f;    // (int8)15.9 = 15
+  x[3] = -0.6f;   // (int8)7.9 = 7
+  x[4] = 0.5f;    // 9
+  x[16] = 6.6f;   // (int8)15.1 = 15, high nibble of byte 0
+  x[17] = -7.5f;  // 1
+  BlockQ4_0 b;
+  QuantizeRowQ4_0(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0x3c00);
+  EXPECT_EQ(b.qs[0], 0x00 | (15 << 4));
+  EXPECT_EQ(b.qs[1], 15 | (1 << 4));
+  EXPECT_EQ(b.qs[2], 15 | (8 << 4));
+  EXPECT_EQ(b.qs[3], 7 | (8 << 4));
+  EXPECT_EQ(b.qs[4], 9 | (8 << 4));
+  std::vector<float> y(32);
+  DequantizeRow(TensorType::kQ4_0, &b, y.data(), 32);
+  EXPECT_EQ(y[0], -8.0f);
+  EXPECT_EQ(y[1], 7.0f);
+  EXPECT_EQ(y[3], -1.0f);
+  EXPECT_EQ(y[16], 7.0f);
+  EXPECT_EQ(y[17], -7.0f);
+  EXPECT_EQ(y[5], 0.0f);
+
+  // Largest magnitude positive: d = 8 / -8 = -1, and the opposite extreme clamps.
+  std::vector<float> z(32, 0.0f);
+  z[0] = 8.0f;   // (int8)(-8 + 8.5) = 0 -> (0 - 8) * -1 = 8
+  z[1] = -8.0f;  // (int8)(16.5) = 16 -> clamped to 15 -> -7
+  QuantizeRowQ4_0(z.data(), &b, 32);
+  EXPECT_EQ(b.d, 0xbc00);  // -1.0
+  DequantizeRow(TensorType::kQ4_0, &b, y.data(), 32);
+  EXPECT_EQ(y[0], 8.0f);
+  EXPECT_EQ(y[1], -7.0f);
+  EXPECT_EQ(y[2], 0.0f);
+}
+
+TEST(QuantTest, DequantizedErrorIsBounded) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  const int64_t n = 32 * 64;
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(rng);
+  std::vector<BlockQ8_0> q8(n / 32);
+  std::vector<BlockQ4_0> q4(n / 32);
+  std::vector<float> y8(n), y4(n);
+  QuantizeRowQ8_0(x.data(), q8.data(), n);
+  QuantizeRowQ4_0(x.data(), q4.data(), n);
+  DequantizeRow(TensorType::kQ8_0, q8.data(), y8.data(), n);
+  DequantizeRow(TensorType::kQ4_0, q4.data(), y4.data(), n);
+  double sum_err4 = 0.0;
+  double sum_scale4 = 0.0;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float d8 = amax / 127.0f;
+    const float d4 = std::fabs(Fp16ToFp32(q4[b].d));
+    for (int j = 0; j < 32; ++j) {
+      const int64_t i = b * 32 + j;
+      // Half a step, plus the f16 rounding of the scale (<= 127 * 2^-11 steps).
+      ASSERT_LE(std::fabs(y8[i] - x[i]), d8 * 0.57f) << i;
+      ASSERT_LE(std::fabs(y4[i] - x[i]), d4 * 1.01f) << i;  // one step at the clamped end
+      sum_err4 += std::fabs(y4[i] - x[i]);
+      sum_scale4 += d4;
+    }
+  }
+  EXPECT_LT(sum_err4 / sum_scale4, 0.3);  // typical error ~ d/4
+}
+
+TEST(QuantTest, DequantizeFloatTypes) {
+  const std::vector<float> x = {1.0f, -2.5f, 0.1f, 1e-6f};
+  std::vector<float> y(4);
+  DequantizeRow(TensorType::kF32, x.data(), y.data(), 4);
+  EXPECT_EQ(y, x);
+  std::vector<uint16_t> h(4);
+  Fp32ToFp16Row(x.data(), h.data(), 4);
+  DequantizeRow(TensorType::kF16, h.data(), y.data(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y[i], Fp16ToFp32(h[i]));
+  EXPECT_EQ(y[1], -2.5f);
+  Fp32ToBf16Row(x.data(), h.data(), 4);
+  DequantizeRow(TensorType::kBF16, h.data(), y.data(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y[i], Bf16ToFp32(h[i]));
+  EXPECT_EQ(y[0], 1.0f);
+}
+
+}  // namespace
+}  // namespace ringlm

@@ -1,0 +1,113 @@
+#include "inference/session_store.h"
+
+#include "gtest/gtest.h"
+
+namespace ringlm {
+namespace {
+
+using std::chrono::seconds;
+
+struct FakeClock {
+  std::chrono::steady_clock::time_point now{};
+  SessionStore::Clock fn() {
+    return [this] { return now; };
+  }
+};
+
+// One layer of 8 f16 K and V values: 32 bytes per position, 64 positions at
+// least (2 KiB) once anything is reserved.
+KvCache Make() { return KvCache(1, 8, 1024); }
+
+void Fill(SessionStore::Lease& lease, uint32_t n) {
+  ASSERT_TRUE(lease.cache().Reserve(n).ok());
+  std::vector<int32_t> tokens(n, 3);
+  lease.cache().Commit(tokens.data(), n);
+}
+
+TEST(SessionStoreTest, LeasesAreExclusive) {
+  SessionStore store({});
+  auto a = store.Acquire("a", Make);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(store.Acquire("a", Make).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(store.Drop("a").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(store.Fork("a", "b", 0).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(SessionStoreTest, SessionsSurviveBetweenLeases) {
+  SessionStore store({});
+  {
+    auto a = store.Acquire("a", Make);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 5);
+  }
+  auto again = store.AcquireExisting("a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cache().n_positions(), 5u);
+  EXPECT_EQ(store.AcquireExisting("zz").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SessionStoreTest, EvictsLeastRecentlyUsedIdleSessionsOverBudget) {
+  FakeClock clock;
+  SessionStoreOptions options;
+  options.budget_bytes = 5000;  // two 2 KiB sessions fit, three do not
+  SessionStore store(options, clock.fn());
+  for (const char* id : {"a", "b", "c"}) {
+    clock.now += seconds(1);
+    auto lease = store.Acquire(id, Make);
+    ASSERT_TRUE(lease.ok());
+    Fill(*lease, 10);
+  }
+  SessionStoreStats stats = store.Stats();
+  EXPECT_EQ(stats.evictions, 1u);
+  EXPECT_LE(stats.used_bytes, options.budget_bytes);
+  EXPECT_EQ(store.AcquireExisting("a").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store.AcquireExisting("b").ok());
+}
+
+TEST(SessionStoreTest, BusySessionsAreNeverEvicted) {
+  SessionStoreOptions options;
+  options.budget_bytes = 100;
+  options.max_sessions = 1;
+  SessionStore store(options);
+  auto a = store.Acquire("a", Make);
+  ASSERT_TRUE(a.ok());
+  Fill(*a, 10);
+  EXPECT_EQ(store.Acquire("b", Make).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(a->cache().n_positions(), 10u);
+}
+
+TEST(SessionStoreTest, ForkCopiesAPrefixAndLeavesTheSourceAlone) {
+  SessionStore store({});
+  {
+    auto a = store.Acquire("a", Make);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 6);
+  }
+  ASSERT_TRUE(store.Fork("a", "b", 4).ok());
+  EXPECT_EQ(store.Fork("a", "c", 7).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Fork("missing", "c", 0).code(), absl::StatusCode::kNotFound);
+  auto b = store.AcquireExisting("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->cache().n_positions(), 4u);
+  auto a = store.AcquireExisting("a");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->cache().n_positions(), 6u);
+}
+
+TEST(SessionStoreTest, DropAndStats) {
+  SessionStore store({});
+  {
+    auto a = store.Acquire("a", Make);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 3);
+  }
+  SessionStoreStats stats = store.Stats();
+  ASSERT_EQ(stats.sessions.size(), 1u);
+  EXPECT_EQ(stats.sessions[0].n_positions, 3u);
+  EXPECT_EQ(*store.Drop("a"), true);
+  EXPECT_EQ(*store.Drop("a"), false);
+  EXPECT_EQ(store.Stats().used_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace ringlm

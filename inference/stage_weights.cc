@@ -1,0 +1,146 @@
+#include "inference/stage_weights.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+
+namespace ringlm {
+namespace {
+
+std::string ShapeString(const std::vector<uint64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+}
+
+// Finds `name` and checks its shape against `dims` (GGUF order, ne0 first).
+absl::StatusOr<const GgufTensorInfo*> RequireShape(const GgufFile& file, const std::string& name,
+                                                   const std::vector<uint64_t>& dims) {
+  RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, file.RequireTensor(name));
+  if (t->dims != dims) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, "' has shape ", ShapeString(t->dims), ", expected ", ShapeString(dims)));
+  }
+  return t;
+}
+
+class Viewer {
+ public:
+  Viewer(const GgufFile& file, std::vector<const GgufTensorInfo*>& used, uint64_t& bytes)
+      : file_(file), used_(used), bytes_(bytes) {}
+
+  absl::StatusOr<WeightMatrix> Matrix(const std::string& name, uint64_t cols, uint64_t rows) {
+    RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, RequireShape(file_, name, {cols, rows}));
+    if (!IsComputeSupported(t->type)) {
+      return absl::UnimplementedError(absl::StrCat("tensor '", name, "' has type ",
+                                                   std::string(TraitsOf(t->type).name),
+                                                   ", which the kernels do not support yet"));
+    }
+    Use(t);
+    return WeightMatrix{t->type, static_cast<int64_t>(rows), static_cast<int64_t>(cols), t->data};
+  }
+
+  absl::StatusOr<const float*> Vector(const std::string& name, uint64_t n) {
+    RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, RequireShape(file_, name, {n}));
+    if (t->type != TensorType::kF32) {
+      return absl::UnimplementedError(absl::StrCat(
+          "tensor '", name, "' has type ", std::string(TraitsOf(t->type).name), ", expected f32"));
+    }
+    if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0) {
+      return absl::DataLossError(absl::StrCat("tensor '", name, "' data is misaligned"));
+    }
+    Use(t);
+    return reinterpret_cast<const float*>(t->data);
+  }
+
+ private:
+  void Use(const GgufTensorInfo* t) {
+    for (const GgufTensorInfo* u : used_) {
+      if (u == t) return;
+    }
+    used_.push_back(t);
+    bytes_ += t->n_bytes;
+  }
+
+  const GgufFile& file_;
+  std::vector<const GgufTensorInfo*>& used_;
+  uint64_t& bytes_;
+};
+
+std::string BlockName(uint32_t layer, const char* tensor) {
+  return absl::StrCat("blk.", layer, ".", tensor, ".weight");
+}
+std::string BiasName(uint32_t layer, const char* tensor) {
+  return absl::StrCat("blk.", layer, ".", tensor, ".bias");
+}
+
+}  // namespace
+
+absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const ModelConfig& c,
+                                                LayerRange range) {
+  if (range.first >= range.last || range.last > c.n_layer) {
+    return absl::InvalidArgumentError(absl::StrCat("layer range [", range.first, ", ", range.last,
+                                                   ") is not inside [0, ", c.n_layer, ")"));
+  }
+  StageWeights w;
+  w.range_ = range;
+  w.is_last_ = range.last == c.n_layer;
+  Viewer view(file, w.tensors_, w.bytes_);
+  const uint64_t q_dim = uint64_t{c.n_head} * c.head_dim;
+  const uint64_t kv_dim = c.n_embd_kv();
+
+  if (w.is_first()) {
+    RINGLM_ASSIGN_OR_RETURN(w.token_embd_, view.Matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  }
+  for (uint32_t i = range.first; i < range.last; ++i) {
+    LayerWeights l;
+    RINGLM_ASSIGN_OR_RETURN(l.attn_norm, view.Vector(BlockName(i, "attn_norm"), c.n_embd));
+    RINGLM_ASSIGN_OR_RETURN(l.wq, view.Matrix(BlockName(i, "attn_q"), c.n_embd, q_dim));
+    RINGLM_ASSIGN_OR_RETURN(l.wk, view.Matrix(BlockName(i, "attn_k"), c.n_embd, kv_dim));
+    RINGLM_ASSIGN_OR_RETURN(l.wv, view.Matrix(BlockName(i, "attn_v"), c.n_embd, kv_dim));
+    if (c.has_qkv_bias) {
+      RINGLM_ASSIGN_OR_RETURN(l.bq, view.Vector(BiasName(i, "attn_q"), q_dim));
+      RINGLM_ASSIGN_OR_RETURN(l.bk, view.Vector(BiasName(i, "attn_k"), kv_dim));
+      RINGLM_ASSIGN_OR_RETURN(l.bv, view.Vector(BiasName(i, "attn_v"), kv_dim));
+    }
+    RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"), q_dim, c.n_embd));
+    RINGLM_ASSIGN_OR_RETURN(l.ffn_norm, view.Vector(BlockName(i, "ffn_norm"), c.n_embd));
+    RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
+    RINGLM_ASSIGN_OR_RETURN(l.up, view.Matrix(BlockName(i, "ffn_up"), c.n_embd, c.n_ff));
+    RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
+    w.layers_.push_back(l);
+  }
+  if (w.is_last_) {
+    RINGLM_ASSIGN_OR_RETURN(w.output_norm_, view.Vector("output_norm.weight", c.n_embd));
+    w.tied_output_ = file.FindTensor("output.weight") == nullptr;
+    RINGLM_ASSIGN_OR_RETURN(
+        w.output_,
+        view.Matrix(w.tied_output_ ? "token_embd.weight" : "output.weight", c.n_embd, c.n_vocab));
+  }
+  return w;
+}
+
+absl::StatusOr<WeightFootprint> ComputeFootprint(const GgufFile& file, const ModelConfig& c) {
+  WeightFootprint f;
+  for (const GgufTensorInfo& t : file.tensors()) f.total_bytes += t.n_bytes;
+  for (uint32_t i = 0; i < c.n_layer; ++i) {
+    const std::string prefix = absl::StrCat("blk.", i, ".");
+    uint64_t layer_bytes = 0;
+    for (const GgufTensorInfo& t : file.tensors()) {
+      if (t.name.rfind(prefix, 0) == 0) layer_bytes += t.n_bytes;
+    }
+    if (layer_bytes == 0) {
+      return absl::NotFoundError(absl::StrCat("layer ", i, " has no tensors"));
+    }
+    f.max_layer_bytes = std::max(f.max_layer_bytes, layer_bytes);
+  }
+  RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* embd, file.RequireTensor("token_embd.weight"));
+  f.embedding_bytes = embd->n_bytes;
+  RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* norm, file.RequireTensor("output_norm.weight"));
+  const GgufTensorInfo* out = file.FindTensor("output.weight");
+  f.head_bytes = norm->n_bytes + (out != nullptr ? out->n_bytes : embd->n_bytes);
+  return f;
+}
+
+}  // namespace ringlm

@@ -1,0 +1,98 @@
+// The weights of one contiguous layer range of a model, as views into the
+// memory-mapped GGUF file.
+#ifndef RINGLM_INFERENCE_STAGE_WEIGHTS_H_
+#define RINGLM_INFERENCE_STAGE_WEIGHTS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "inference/gguf/gguf_file.h"
+#include "inference/model_config.h"
+#include "inference/tensor_type.h"
+
+namespace ringlm {
+
+// A 2-D weight: `rows` output features of `cols` input values each, rows
+// contiguous (GGUF's ne0 = cols).
+struct WeightMatrix {
+  TensorType type = TensorType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+};
+
+// One transformer block. Norm weights and biases are f32 vectors.
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [n_embd]
+  WeightMatrix wq;                   // [n_embd -> n_head * head_dim]
+  WeightMatrix wk;                   // [n_embd -> n_head_kv * head_dim]
+  WeightMatrix wv;                   // [n_embd -> n_head_kv * head_dim]
+  const float* bq = nullptr;         // qwen2 only, [n_head * head_dim]
+  const float* bk = nullptr;         // qwen2 only, [n_head_kv * head_dim]
+  const float* bv = nullptr;         // qwen2 only, [n_head_kv * head_dim]
+  WeightMatrix wo;                   // [n_head * head_dim -> n_embd]
+  const float* ffn_norm = nullptr;   // [n_embd]
+  WeightMatrix gate;                 // [n_embd -> n_ff]
+  WeightMatrix up;                   // [n_embd -> n_ff]
+  WeightMatrix down;                 // [n_ff -> n_embd]
+};
+
+// Half-open layer range [first, last) of a model with n_layer layers.
+struct LayerRange {
+  uint32_t first = 0;
+  uint32_t last = 0;
+  uint32_t size() const { return last - first; }
+};
+
+// Weights of the layers [range.first, range.last), plus the token embedding
+// when the range starts at layer 0 and the output norm and head when it ends
+// at the last layer. Immutable after Load and shared by all sessions; the
+// GgufFile it was loaded from must outlive it. Thread-safe (read-only).
+class StageWeights {
+ public:
+  // Checks that every needed tensor exists with the shape the config implies
+  // and a type the kernels support, then views it. Touches no tensor data.
+  static absl::StatusOr<StageWeights> Load(const GgufFile& file, const ModelConfig& config,
+                                           LayerRange range);
+
+  LayerRange range() const { return range_; }
+  bool is_first() const { return range_.first == 0; }
+  bool is_last() const { return is_last_; }
+  const LayerWeights& layer(uint32_t absolute_layer) const {
+    return layers_[absolute_layer - range_.first];
+  }
+  const WeightMatrix& token_embd() const { return token_embd_; }  // first stage only
+  const float* output_norm() const { return output_norm_; }       // last stage only
+  const WeightMatrix& output() const { return output_; }          // last stage only
+  bool tied_output() const { return tied_output_; }
+  // Bytes of tensor data this stage reads (its share of the file).
+  uint64_t bytes() const { return bytes_; }
+  // The tensors this stage reads, for prefetching.
+  const std::vector<const GgufTensorInfo*>& tensors() const { return tensors_; }
+
+ private:
+  LayerRange range_;
+  bool is_last_ = false;
+  bool tied_output_ = false;
+  std::vector<LayerWeights> layers_;
+  WeightMatrix token_embd_;
+  const float* output_norm_ = nullptr;
+  WeightMatrix output_;
+  uint64_t bytes_ = 0;
+  std::vector<const GgufTensorInfo*> tensors_;
+};
+
+// Bytes of weights per layer and at either end, for planning a partition
+// without loading anything.
+struct WeightFootprint {
+  uint64_t max_layer_bytes = 0;  // the largest block
+  uint64_t embedding_bytes = 0;  // token_embd
+  uint64_t head_bytes = 0;       // output_norm + output (token_embd again when tied)
+  uint64_t total_bytes = 0;      // every tensor in the file
+};
+absl::StatusOr<WeightFootprint> ComputeFootprint(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_STAGE_WEIGHTS_H_

@@ -1,0 +1,155 @@
+// Text <-> token ids for GGUF models, token-identical to llama.cpp (build 4748).
+//
+// The vocabulary arrives as a plain `Vocabulary` (filled from GGUF metadata by
+// the GGUF reader). `Tokenizer::Create` validates it and picks the algorithm
+// named by `Vocabulary::model`; today only "llama" (SentencePiece BPE with byte
+// fallback, llama.cpp's LLAMA_VOCAB_TYPE_SPM) is implemented. A "gpt2" BPE
+// tokenizer can be added later as another subclass behind the same interface.
+
+#ifndef RINGLM_INFERENCE_TOKENIZER_TOKENIZER_H_
+#define RINGLM_INFERENCE_TOKENIZER_TOKENIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringlm {
+
+// GGUF `tokenizer.ggml.token_type` values (llama.cpp's llama_token_type).
+enum class TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+// A tokenizer vocabulary as stored in GGUF metadata.
+struct Vocabulary {
+  // tokenizer.ggml.model; only "llama" is implemented.
+  std::string model = "llama";
+  // tokenizer.ggml.tokens: U+2581 marks a space, byte pieces are "<0xNN>".
+  std::vector<std::string> pieces;
+  // tokenizer.ggml.scores; empty means "all 0" (as llama.cpp when the key is absent).
+  std::vector<float> scores;
+  // tokenizer.ggml.token_type; empty means "all kNormal" (as llama.cpp).
+  std::vector<TokenType> types;
+  // Special token ids; -1 means none. The GGUF reader applies llama.cpp's
+  // defaults (bos 1, eos 2, unk 0 for "llama") when the keys are absent.
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  // tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix.
+  bool add_bos = true;
+  bool add_eos = false;
+  bool add_space_prefix = true;
+};
+
+namespace tokenizer_internal {
+class VocabIndex;
+}  // namespace tokenizer_internal
+
+// Converts between text and token ids for one vocabulary.
+//
+// Contract:
+// - Created only through `Create`, which validates the vocabulary and owns a
+//   copy of it. Immutable afterwards, hence thread-safe: any number of threads
+//   may call any const method concurrently.
+// - Never crashes on input: any byte string can be encoded (invalid UTF-8
+//   falls back to byte tokens), and invalid ids decode to "".
+// - Subclasses implement one tokenizer model (`SpmTokenizer` for "llama");
+//   users hold a `Tokenizer`.
+class Tokenizer {
+ public:
+  // Validates `vocab` and builds the tokenizer for `vocab.model`.
+  // Errors: InvalidArgument for a malformed vocabulary (sizes disagree, ids out
+  // of range, duplicate pieces, bad byte pieces, a byte that can be neither
+  // byte-encoded nor mapped to unk, add_bos without bos, ...); Unimplemented for
+  // a known llama.cpp model type other than "llama".
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(Vocabulary vocab);
+
+  virtual ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Tokenizes `text` (arbitrary bytes) like llama.cpp's llama_tokenize.
+  // add_special: prepend BOS / append EOS as the vocabulary's add_bos/add_eos say.
+  // parse_special: texts of control and unknown tokens inside `text` (e.g. "<s>")
+  // become those tokens. User-defined tokens are always matched, as in llama.cpp.
+  virtual std::vector<int32_t> Encode(std::string_view text, bool add_special,
+                                      bool parse_special) const = 0;
+
+  // The bytes token `id` contributes to output, like llama_token_to_piece with
+  // special=false: control and unknown tokens give "", byte tokens their byte,
+  // normal tokens their text with U+2581 turned into ' '. Invalid ids give "".
+  virtual std::string TokenToPiece(int32_t id) const = 0;
+
+  // Like llama_detokenize(remove_special=false, unparse_special=false): the
+  // concatenated pieces, except that when add_space_prefix is set one leading
+  // ' ' is dropped from the FIRST token's piece. A leading BOS (piece "")
+  // uses up that rule, so Decode(Encode("Hi", /*add_special=*/true, ...)) is
+  // " Hi" while Decode(Encode("Hi", false, ...)) is "Hi". Invalid ids are
+  // skipped. The result is raw bytes and may be invalid UTF-8; use
+  // StreamingDecoder for display text.
+  std::string Decode(std::span<const int32_t> ids) const;
+
+  int32_t n_vocab() const;
+  int32_t bos_id() const;  // -1 if none
+  int32_t eos_id() const;  // -1 if none
+
+  // True for EOS and for the end-of-turn tokens llama.cpp recognizes by text
+  // ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+  // "<|eom_id|>", "<EOT>", ...).
+  bool IsEndOfGeneration(int32_t id) const;
+  bool IsValid(int32_t id) const;  // 0 <= id < n_vocab()
+
+  // The vocabulary as normalized by Create (empty pieces renamed
+  // "[EMPTY_<id>]", absent scores/types filled in).
+  const Vocabulary& vocabulary() const;
+
+ protected:
+  explicit Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index);
+  const tokenizer_internal::VocabIndex& index() const { return *index_; }
+
+ private:
+  std::unique_ptr<const tokenizer_internal::VocabIndex> index_;
+};
+
+// Turns a stream of token ids into text, emitting only complete UTF-8
+// sequences, so a character whose bytes are split across byte-fallback tokens
+// comes out whole.
+//
+// Contract:
+// - Holds a reference to `tokenizer`, which must outlive it.
+// - Not thread-safe (one decoder per generation stream).
+// - Pieces are TokenToPiece(id) concatenated, with no leading-space stripping
+//   (like llama.cpp's streaming output of generated tokens).
+// - Output is always valid UTF-8: each maximal ill-formed subsequence (Unicode
+//   "substitution of maximal subparts") becomes one U+FFFD. A trailing
+//   incomplete-but-so-far-valid sequence is held back until more bytes arrive;
+//   Flush() emits it as U+FFFD and resets the decoder.
+class StreamingDecoder {
+ public:
+  explicit StreamingDecoder(const Tokenizer& tokenizer);
+
+  // Appends token `id`'s piece; returns the text that is now complete.
+  std::string Push(int32_t id);
+  // Returns whatever is held back (as U+FFFD) and clears the buffer.
+  std::string Flush();
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string pending_;  // bytes of an incomplete UTF-8 sequence, at most 3
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_TOKENIZER_TOKENIZER_H_

@@ -1,0 +1,61 @@
+// Measures what this machine offers: memory, CPU model, matmul speed.
+#ifndef RINGLM_PARTITION_DEVICE_PROBE_H_
+#define RINGLM_PARTITION_DEVICE_PROBE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "partition/capabilities.h"
+
+namespace ringlm {
+
+// The two /proc/meminfo lines the node needs, in bytes.
+struct MemInfo {
+  uint64_t total_bytes = 0;      // MemTotal
+  uint64_t available_bytes = 0;  // MemAvailable
+
+  bool operator==(const MemInfo&) const = default;
+};
+
+// Parses /proc/meminfo text ("MemTotal:  16318412 kB" lines). Other lines are
+// ignored. InvalidArgument when MemTotal or MemAvailable is missing (kernels
+// before 3.14 lack MemAvailable), not a "<number> kB" value, or overflows.
+absl::StatusOr<MemInfo> ParseMemInfo(std::string_view proc_meminfo_text);
+
+// The first "model name" value of /proc/cpuinfo text, trimmed; empty when
+// there is none (e.g. many ARM kernels).
+std::string ParseCpuModel(std::string_view proc_cpuinfo_text);
+
+// Single-threaded f32 matmul throughput: times a blocked 256x256x256 product
+// repeatedly until `budget` has passed (at least once) and reports the best
+// repetition in GFLOPS (2*n^3 flops). Noisy on a busy machine; for ranking
+// nodes roughly, not for benchmarking.
+double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(100));
+
+// ProbeOptions: how to probe. Every field has a usable default.
+struct ProbeOptions {
+  // Usable memory to announce instead of MemAvailable (--memory-mb). May
+  // exceed the real memory (useful for simulated clusters on one host).
+  std::optional<uint64_t> memory_override_bytes;
+  // Compute threads the node will use; 0 = std::thread::hardware_concurrency().
+  uint32_t threads = 0;
+  bool measure_gflops = true;
+  absl::Duration gflops_budget = absl::Milliseconds(100);
+  // Where to read from; tests point these at fixtures.
+  std::string meminfo_path = "/proc/meminfo";
+  std::string cpuinfo_path = "/proc/cpuinfo";
+};
+
+// Probes this machine. Fails (with the path in the message) only when the
+// meminfo file cannot be read or parsed; an unreadable cpuinfo leaves
+// cpu_model empty. Takes about gflops_budget when measure_gflops is set,
+// else a few milliseconds. Thread-compatible; reads files, no global state.
+absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_PARTITION_DEVICE_PROBE_H_

@@ -1,0 +1,134 @@
+#include "partition/device_probe.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringlm {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kMemInfo[] =
+    "MemTotal:       16318412 kB\n"
+    "MemFree:         1234567 kB\n"
+    "MemAvailable:   12000000 kB\n"
+    "Buffers:          123456 kB\n"
+    "HugePages_Total:       0\n";
+
+TEST(ParseMemInfoTest, ReadsTotalAndAvailableInBytes) {
+  const auto info = ParseMemInfo(kMemInfo);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->total_bytes, uint64_t{16318412} * 1024);
+  EXPECT_EQ(info->available_bytes, uint64_t{12000000} * 1024);
+}
+
+TEST(ParseMemInfoTest, ToleratesOrderTabsAndNoTrailingNewline) {
+  const auto info = ParseMemInfo("Cached: 5 kB\nMemAvailable:\t2048 kB\r\nMemTotal: 4096 kB");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->total_bytes, 4096u * 1024);
+  EXPECT_EQ(info->available_bytes, 2048u * 1024);
+}
+
+TEST(ParseMemInfoTest, MissingFieldsAreClearErrors) {
+  auto no_available = ParseMemInfo("MemTotal: 4096 kB\nMemFree: 10 kB\n");
+  EXPECT_EQ(no_available.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_available.status().message(), HasSubstr("no MemAvailable"));
+  auto no_total = ParseMemInfo("MemAvailable: 4096 kB\n");
+  EXPECT_EQ(no_total.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_total.status().message(), HasSubstr("no MemTotal"));
+  EXPECT_FALSE(ParseMemInfo("").ok());
+  EXPECT_FALSE(ParseMemInfo("garbage without colons\n\n").ok());
+}
+
+TEST(ParseMemInfoTest, MalformedValuesAreRejected) {
+  for (const char* text : {
+           "MemTotal: lots kB\nMemAvailable: 1 kB\n",
+           "MemTotal: 4096\nMemAvailable: 1 kB\n",                     // no unit
+           "MemTotal: 4096 MB\nMemAvailable: 1 kB\n",                  // wrong unit
+           "MemTotal: -4096 kB\nMemAvailable: 1 kB\n",                 // negative
+           "MemTotal: 4096 kB\nMemAvailable: 1 kB x\n",                // trailing junk
+           "MemTotal: 99999999999999999999 kB\nMemAvailable: 1 kB\n",  // > 2^64
+           "MemTotal: 18014398509481984 kB\nMemAvailable: 1 kB\n",     // 2^54 kB overflows
+       }) {
+    const auto info = ParseMemInfo(text);
+    EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+TEST(ParseCpuModelTest, FirstModelNameOrEmpty) {
+  EXPECT_EQ(ParseCpuModel("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n"
+                          "processor\t: 1\nmodel name\t: Other\n"),
+            "AMD EPYC 7B13");
+  EXPECT_EQ(ParseCpuModel("processor : 0\nHardware : BCM2835\n"), "");
+}
+
+TEST(ProbeDeviceTest, SaneValuesOnThisMachine) {
+  ProbeOptions options;
+  options.gflops_budget = absl::Milliseconds(50);
+  const auto caps = ProbeDevice(options);
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  EXPECT_GT(caps->total_memory_bytes, uint64_t{64} << 20);
+  EXPECT_GT(caps->usable_memory_bytes, 0u);
+  EXPECT_LE(caps->usable_memory_bytes, caps->total_memory_bytes);
+  EXPECT_GT(caps->matmul_gflops, 0.0);
+  EXPECT_LT(caps->matmul_gflops, 10000.0);
+  EXPECT_GE(caps->threads, 1u);
+}
+
+TEST(ProbeDeviceTest, HonoursOverridesAndSkipsGflops) {
+  ProbeOptions options;
+  options.memory_override_bytes = uint64_t{3} << 40;  // more than this machine has
+  options.threads = 3;
+  options.measure_gflops = false;
+  const auto caps = ProbeDevice(options);
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  EXPECT_EQ(caps->usable_memory_bytes, uint64_t{3} << 40);
+  EXPECT_EQ(caps->threads, 3u);
+  EXPECT_EQ(caps->matmul_gflops, 0.0);
+  EXPECT_GT(caps->total_memory_bytes, 0u);
+}
+
+TEST(ProbeDeviceTest, ReadsGivenFilesAndReportsTheirErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string meminfo = dir + "/probe_meminfo";
+  const std::string cpuinfo = dir + "/probe_cpuinfo";
+  std::ofstream(meminfo) << kMemInfo;
+  std::ofstream(cpuinfo) << "model name : Test CPU 9000\n";
+  ProbeOptions options;
+  options.meminfo_path = meminfo;
+  options.cpuinfo_path = cpuinfo;
+  options.measure_gflops = false;
+  const auto caps = ProbeDevice(options);
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  EXPECT_EQ(caps->total_memory_bytes, uint64_t{16318412} * 1024);
+  EXPECT_EQ(caps->usable_memory_bytes, uint64_t{12000000} * 1024);
+  EXPECT_EQ(caps->cpu_model, "Test CPU 9000");
+
+  options.meminfo_path = dir + "/does_not_exist";
+  const auto missing = ProbeDevice(options);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("does_not_exist"));
+
+  std::ofstream(meminfo) << "MemTotal: 10 kB\n";
+  options.meminfo_path = meminfo;
+  const auto bad = ProbeDevice(options);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("probe_meminfo"));
+  std::remove(meminfo.c_str());
+  std::remove(cpuinfo.c_str());
+}
+
+TEST(MeasureMatmulGflopsTest, PositiveAndRespectsBudget) {
+  const auto start = absl::Now();
+  const double gflops = MeasureMatmulGflops(absl::Milliseconds(30));
+  EXPECT_GT(gflops, 0.0);
+  // One repetition may overrun the budget; allow generous slack for slow builds.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+}  // namespace
+}  // namespace ringlm

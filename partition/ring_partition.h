@@ -1,0 +1,91 @@
+// The memory-weighted ring partition: which node runs which layers.
+#ifndef RINGLM_PARTITION_RING_PARTITION_H_
+#define RINGLM_PARTITION_RING_PARTITION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "partition/capabilities.h"
+
+namespace ringlm {
+
+// A node as the partition sees it: identity, where to reach it, what it has.
+struct NodeDescriptor {
+  std::string node_id;  // unique in the cluster, non-empty
+  std::string address;  // host:port of its gRPC server
+  DeviceCapabilities caps;
+
+  bool operator==(const NodeDescriptor&) const = default;
+};
+
+// What the model asks of memory. Extras are charged to the stage that holds
+// them: the token embedding to stage 0, the output norm and head to the last
+// stage (both to the only stage when there is one).
+struct ModelFootprint {
+  uint32_t n_layers = 0;                 // > 0
+  uint64_t bytes_per_layer = 0;          // > 0; the largest layer when they differ
+  uint64_t first_stage_extra_bytes = 0;  // token embedding
+  uint64_t last_stage_extra_bytes = 0;   // output norm + output head
+
+  bool operator==(const ModelFootprint&) const = default;
+};
+
+// One node's share of the ring: layers [first_layer, last_layer).
+struct Stage {
+  std::string node_id;
+  std::string address;
+  uint32_t first_layer = 0;
+  uint32_t last_layer = 0;
+
+  bool operator==(const Stage&) const = default;
+};
+
+// Stages in ring order: stage 0 holds layer 0, each stage starts where the
+// previous one ends, the last ends at n_layers. Idle nodes hold no layer;
+// both lists are in the partition's node order (memory desc, then id).
+struct Partition {
+  std::vector<Stage> stages;
+  std::vector<std::string> idle_node_ids;
+
+  bool operator==(const Partition&) const = default;
+};
+
+// Largest node set PartitionLayers accepts; keeps its 128-bit arithmetic exact.
+inline constexpr size_t kMaxPartitionNodes = 4096;
+
+// Splits the model's layers over `nodes`. A pure function of the set of nodes
+// (input order does not matter) and the footprint, so every node that sees the
+// same peers computes the same partition.
+//
+// Rule:
+//  1. Order nodes by usable memory, descending, ties by node id. The ring
+//     follows this order: the largest node is stage 0 and pays the embedding,
+//     the smallest participating node is the last stage and pays the head.
+//  2. At most n_layers nodes take part (the largest ones). A node's capacity is
+//     floor((usable - extras of its position) / bytes_per_layer). While the
+//     last participant cannot hold its extras plus one layer, it drops out
+//     (idle) and the one before it becomes last. Nodes left out are idle.
+//  3. If the participants' capacities add up to less than n_layers, the model
+//     does not fit: ResourceExhausted, saying how many MiB are missing.
+//  4. Otherwise each participant gets a contiguous block in proportion to its
+//     memory left for layers (usable - extras), bounded below by 1 and above by
+//     its capacity (proportional apportionment with bounds, exact integer
+//     arithmetic), rounded by largest remainder (ties to the earlier node) so
+//     the counts add up to n_layers exactly.
+//
+// Errors: InvalidArgument for no nodes, more than kMaxPartitionNodes, an empty
+// or duplicate node id, n_layers == 0 or bytes_per_layer == 0;
+// ResourceExhausted when the cluster cannot hold the model.
+absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
+                                          const ModelFootprint& model);
+
+// One line for logs, e.g.
+// "3 stages: a@10.0.0.1:7070[0,20) b@10.0.0.2:7070[20,28) c@...[28,32); idle: d".
+std::string DescribePartition(const Partition& partition);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_PARTITION_RING_PARTITION_H_

@@ -1,0 +1,93 @@
+// The `ringlm` binary as a user runs it: exit codes, --json output and
+// error messages.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+using nlohmann::json;
+
+const std::string kShared = RINGLM_SHARED_DIR;
+const std::string kBinary = std::string(RINGLM_BINARY_DIR) + "/cli/ringlm";
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+RunResult RunCli(const std::string& args) {
+  RunResult r;
+  FILE* pipe = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+TEST(CliTest, GenerateJsonReproducesTheReferenceIds) {
+  std::ifstream in(kShared + "/refs/stories260k_llamacpp.json");
+  const json refs = json::parse(in);
+  for (const char* variant : {"f32", "q8_0"}) {
+    const std::string model = kShared + "/models/stories260K-" + variant + ".gguf";
+    for (const json& g : refs["generation"]) {
+      SCOPED_TRACE(std::string(variant) + " prompt '" + g["prompt"].get<std::string>() + "'");
+      RunResult r = RunCli("generate --model " + model + " --prompt " +
+                           Quote(g["prompt"].get<std::string>()) + " --temp 0 -n 64 --json");
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+      const json out = json::parse(r.out);
+      EXPECT_EQ(out["prompt_ids"], g["prompt_ids"]);
+      EXPECT_EQ(out["ids"], g[variant]["generated_ids"]);
+      EXPECT_EQ(out["text"], g[variant]["generated_text"]);
+    }
+  }
+}
+
+TEST(CliTest, TokenizeJsonMatchesTheReference) {
+  RunResult r = RunCli("tokenize --model " + kShared + "/models/stories260K-f32.gguf" +
+                       " --text 'Hello world' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["ids"], json::parse("[1, 346, 306, 414, 263, 304, 341]"));
+}
+
+TEST(CliTest, InspectShowsShapesAndSizes) {
+  RunResult r = RunCli("inspect " + kShared + "/models/stories260K-q8_0.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* s : {"llama.block_count", "blk.0.attn_q.weight", "q8_0", "parameters: 292800",
+                        "bytes per layer"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(CliTest, ErrorsGoToStderrWithANonZeroExit) {
+  RunResult missing = RunCli("generate --model /nonexistent.gguf --prompt hi");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.out.find("/nonexistent.gguf"), std::string::npos) << missing.out;
+  RunResult bad_flag = RunCli("generate --bogus");
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.out.find("unknown option --bogus"), std::string::npos);
+  RunResult not_gguf = RunCli("inspect " + kShared + "/models/tok512.bin");
+  EXPECT_NE(not_gguf.exit_code, 0);
+  RunResult help = RunCli("generate --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--temp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringlm
