@@ -11,6 +11,9 @@ namespace ringlm {
 int RunGenerate(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
+int RunStatus(const std::vector<std::string>& args);
+int RunSynth(const std::vector<std::string>& args);
+int RunBench(const std::vector<std::string>& args);
 
 }  // namespace ringlm
 

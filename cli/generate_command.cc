@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
+#include "cli/cluster_client.h"
 #include "cli/commands.h"
 #include "inference/generator.h"
 #include "inference/ops/thread_pool.h"
@@ -28,6 +29,11 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddAlias("-t", "threads");
   p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
   p.AddFlag("json", "print one JSON object {prompt_ids, ids, text} instead of streaming");
+  p.AddOption("cluster", "HOST:PORT", "generate through a running cluster via this node");
+  p.AddOption("hidden-dtype", "f32|f16",
+              "with --cluster: activations on the wire; f32 is exact, f16 halves the traffic",
+              "f32");
+  p.AddOption("timeout", "SECONDS", "with --cluster: give up after this long", "600");
 }
 
 absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
@@ -66,16 +72,73 @@ absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
 
 std::string IdsJson(const std::vector<int32_t>& ids) { return "[" + absl::StrJoin(ids, ",") + "]"; }
 
+void PrintJson(const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids,
+               const std::string& text) {
+  std::printf("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
+              IdsJson(ids).c_str(), JsonString(text).c_str());
+}
+
+// The same generation, run by a cluster: the node at `address` tokenizes,
+// streams tokens back, and reports errors from any stage.
+int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
+  v1::GenerateRequest request;
+  request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  request.set_prompt(p.GetString("prompt"));
+  const SamplingParams& s = options.sampling;
+  v1::SamplingParams* sp = request.mutable_sampling();
+  sp->set_temperature(s.temperature);
+  sp->set_top_k(s.top_k);
+  sp->set_top_p(s.top_p);
+  sp->set_min_p(s.min_p);
+  sp->set_presence_penalty(s.presence_penalty);
+  sp->set_frequency_penalty(s.frequency_penalty);
+  sp->set_seed(s.seed);
+  request.mutable_limits()->set_max_tokens(options.max_tokens);
+  request.mutable_limits()->set_ignore_eos(options.ignore_eos);
+  const std::string dtype = p.GetString("hidden-dtype");
+  if (dtype != "f32" && dtype != "f16") {
+    return Fail(absl::InvalidArgumentError("--hidden-dtype must be f32 or f16"));
+  }
+  request.set_hidden_dtype(dtype == "f16" ? v1::DTYPE_F16 : v1::DTYPE_F32);
+  absl::StatusOr<int64_t> timeout = p.GetInt("timeout", 1, 86400);
+  if (!timeout.ok()) return Fail(timeout.status());
+
+  const bool json = p.GetFlag("json");
+  std::vector<int32_t> prompt_ids, ids;
+  std::string text;
+  ClusterClient client(p.GetString("cluster"));
+  absl::Status st = client.Generate(
+      request, std::chrono::seconds(*timeout), [&](const v1::GenerateEvent& e) {
+        if (e.prompt_ids_size() > 0) {
+          prompt_ids.assign(e.prompt_ids().begin(), e.prompt_ids().end());
+        }
+        if (e.has_token()) ids.push_back(e.token());
+        text += e.text();
+        if (!json) {
+          std::fputs(e.text().c_str(), stdout);
+          std::fflush(stdout);
+        }
+      });
+  if (!json) std::printf("\n");
+  if (!st.ok()) return Fail(st);
+  if (json) PrintJson(prompt_ids, ids, text);
+  return 0;
+}
+
 }  // namespace
 
 int RunGenerate(const std::vector<std::string>& args) {
-  ArgParser p("ringlm generate --model PATH --prompt TEXT [options]",
-              "Generates text from a prompt on this machine, streaming it as it comes.");
+  ArgParser p("ringlm generate (--model PATH | --cluster HOST:PORT) --prompt TEXT [options]",
+              "Generates text from a prompt, streaming it as it comes: on this machine with\n"
+              "--model, or through a running ringlm cluster with --cluster.");
   AddGenerateOptions(p);
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
-  if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
   absl::StatusOr<GenerateOptions> options = ReadGenerateOptions(p);
   if (!options.ok()) return Fail(options.status());
+  if (!p.Has("model") && !p.Has("cluster")) {
+    return Fail(absl::InvalidArgumentError("--model (or --cluster) is required"));
+  }
+  if (p.Has("cluster")) return GenerateOnCluster(p, *options);
   uint32_t ctx = 0;
   if (p.Has("ctx-size")) {
     auto v = p.GetInt("ctx-size", 1, 1 << 20);
@@ -108,8 +171,7 @@ int RunGenerate(const std::vector<std::string>& args) {
       });
   if (!ids.ok()) return Fail(ids.status());
   if (json) {
-    std::printf("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
-                IdsJson(*ids).c_str(), JsonString(JoinPieces(tok, *ids)).c_str());
+    PrintJson(prompt, *ids, JoinPieces(tok, *ids));
   } else {
     std::printf("%s\n", decoder.Flush().c_str());
   }

@@ -15,6 +15,9 @@ commands:
   generate   generate text from a prompt
   tokenize   show the token ids of a text
   inspect    show a GGUF file's metadata, tensors and sizes
+  status     show a running cluster: nodes, memory, layers, health, caches
+  synth      write a GGUF model of a known shape with random weights
+  bench      measure prompt processing and decode speed (llama-bench style)
 
 Run 'ringlm COMMAND --help' for a command's options.
 )";
@@ -31,6 +34,9 @@ int main(int argc, char** argv) {
   if (command == "generate") return ringlm::RunGenerate(args);
   if (command == "tokenize") return ringlm::RunTokenize(args);
   if (command == "inspect") return ringlm::RunInspect(args);
+  if (command == "status") return ringlm::RunStatus(args);
+  if (command == "synth") return ringlm::RunSynth(args);
+  if (command == "bench") return ringlm::RunBench(args);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

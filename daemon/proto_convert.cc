@@ -85,7 +85,7 @@ SamplingParams SamplingFromProto(const v1::SamplingParams& p) {
   SamplingParams s;
   s.temperature = p.temperature();
   s.top_k = p.top_k();
-  s.top_p = p.top_p();
+  s.top_p = p.top_p() == 0 ? 1.0f : p.top_p();  // proto3's default 0 means "not set": off
   s.min_p = p.min_p();
   s.presence_penalty = p.presence_penalty();
   s.frequency_penalty = p.frequency_penalty();

@@ -26,6 +26,7 @@ v1::Plan PlanToProto(const Partition& partition, uint64_t epoch, const std::stri
 absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::string& fingerprint);
 
 v1::SamplingParams SamplingToProto(const SamplingParams& params);
+// Fields left at proto3's zero mean "off"; temperature 0 is greedy.
 SamplingParams SamplingFromProto(const v1::SamplingParams& params);
 
 // Hidden states [n_tokens x n_embd] in the given dtype.

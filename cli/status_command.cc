@@ -1,0 +1,156 @@
+// `ringlm status`: the cluster as one node sees it, with each node's own
+// state and cache use.
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+#include "cli/cli_common.h"
+#include "cli/cluster_client.h"
+#include "cli/commands.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kTimeout = std::chrono::milliseconds(3000);
+
+std::string StateName(v1::NodeState s) {
+  switch (s) {
+    case v1::NODE_STATE_STARTING:
+      return "starting";
+    case v1::NODE_STATE_READY:
+      return "ready";
+    case v1::NODE_STATE_IDLE:
+      return "idle";
+    case v1::NODE_STATE_NO_FIT:
+      return "no-fit";
+    default:
+      return "unknown";
+  }
+}
+
+std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", bytes / 1048576.0); }
+
+// Everything `status` shows, as JSON; the table is printed from it too.
+json Describe(const v1::TopologyReply& view,
+              const std::map<std::string, absl::StatusOr<v1::TopologyReply>>& own) {
+  json out;
+  out["node_id"] = view.node_id();
+  const v1::ModelInfo& m = view.model();
+  out["model"] = {{"path", m.path()},         {"name", m.name()},
+                  {"fingerprint", m.fingerprint()}, {"architecture", m.architecture()},
+                  {"n_layers", m.n_layers()}, {"bytes", m.total_bytes()},
+                  {"n_vocab", m.n_vocab()},   {"context_size", m.context_size()}};
+  json stages = json::array();
+  for (const v1::PlanStage& s : view.plan().stages()) {
+    stages.push_back({{"node_id", s.node_id()},
+                      {"address", s.address()},
+                      {"first_layer", s.first_layer()},
+                      {"last_layer", s.last_layer()}});
+  }
+  out["plan"] = {{"epoch", view.plan().epoch()}, {"stages", stages}};
+  out["idle"] = json(std::vector<std::string>(view.idle_node_ids().begin(),
+                                              view.idle_node_ids().end()));
+  if (!view.partition_error().empty()) out["partition_error"] = view.partition_error();
+  json nodes = json::array();
+  for (const v1::PeerView& p : view.peers()) {
+    json n = {{"node_id", p.node_id()},
+              {"address", p.address()},
+              {"self", p.is_self()},
+              {"total_memory_bytes", p.capabilities().total_memory_bytes()},
+              {"usable_memory_bytes", p.capabilities().usable_memory_bytes()},
+              {"gflops", p.capabilities().matmul_gflops()},
+              {"cpu_model", p.capabilities().cpu_model()},
+              {"threads", p.capabilities().threads()},
+              {"last_seen_ms", p.last_seen_ms_ago()},
+              {"layers", nullptr}};
+    for (const v1::PlanStage& s : view.plan().stages()) {
+      if (s.node_id() == p.node_id()) n["layers"] = {s.first_layer(), s.last_layer()};
+    }
+    auto it = own.find(p.node_id());
+    if (it != own.end() && it->second.ok()) {
+      const v1::TopologyReply& r = *it->second;
+      n["state"] = StateName(r.state());
+      n["cache"] = {{"sessions", r.cache().sessions_size()},
+                    {"used_bytes", r.cache().used_bytes()},
+                    {"budget_bytes", r.cache().budget_bytes()},
+                    {"evictions", r.cache().evictions()}};
+    } else {
+      n["state"] = "unreachable";
+      if (it != own.end()) n["error"] = std::string(it->second.status().message());
+    }
+    nodes.push_back(n);
+  }
+  out["nodes"] = nodes;
+  return out;
+}
+
+void PrintTable(const json& d) {
+  const json& m = d["model"];
+  std::printf("model: %s (%s, %d layers, %s)\n", m["path"].get<std::string>().c_str(),
+              m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
+              Mib(m["bytes"].get<uint64_t>()).c_str());
+  if (d.contains("partition_error")) {
+    std::printf("no plan: %s\n", d["partition_error"].get<std::string>().c_str());
+  } else {
+    std::printf("plan epoch %llu: %zu stage(s)\n",
+                static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
+                d["plan"]["stages"].size());
+  }
+  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s  %s\n", "NODE", "ADDRESS", "MEMORY",
+              "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "CACHE");
+  for (const json& n : d["nodes"]) {
+    std::string id = n["node_id"];
+    if (n["self"].get<bool>()) id += " *";
+    std::string layers = "-";
+    if (!n["layers"].is_null()) {
+      layers = absl::StrFormat("[%d,%d)", n["layers"][0].get<int>(), n["layers"][1].get<int>());
+    }
+    std::string cache = "-";
+    if (n.contains("cache")) {
+      cache = absl::StrFormat("%d sessions, %s / %s", n["cache"]["sessions"].get<int>(),
+                              Mib(n["cache"]["used_bytes"].get<uint64_t>()),
+                              Mib(n["cache"]["budget_bytes"].get<uint64_t>()));
+    }
+    const int64_t seen = n["last_seen_ms"].get<int64_t>();
+    std::printf("%-20s %-22s %10s %8.1f %9s %-12s %9s  %s\n", id.c_str(),
+                n["address"].get<std::string>().c_str(),
+                Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(),
+                n["gflops"].get<double>(), layers.c_str(), n["state"].get<std::string>().c_str(),
+                n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
+                cache.c_str());
+  }
+}
+
+}  // namespace
+
+int RunStatus(const std::vector<std::string>& args) {
+  ArgParser p("ringlm status [--node HOST:PORT] [--json]",
+              "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
+              "GFLOPS, layer range, state, last-seen time and cache use, and the model.");
+  p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
+  p.AddFlag("json", "print the same figures as one JSON object");
+  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  ClusterClient client(p.GetString("node"));
+  absl::StatusOr<v1::TopologyReply> view = client.Topology(kTimeout);
+  if (!view.ok()) return Fail(view.status());
+  // Each node reports its own state and cache.
+  std::map<std::string, absl::StatusOr<v1::TopologyReply>> own;
+  for (const v1::PeerView& peer : view->peers()) {
+    if (peer.is_self()) {
+      own.emplace(peer.node_id(), *view);
+    } else {
+      own.emplace(peer.node_id(), ClusterClient(peer.address()).Topology(kTimeout));
+    }
+  }
+  const json d = Describe(*view, own);
+  if (p.GetFlag("json")) {
+    std::printf("%s\n", d.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  } else {
+    PrintTable(d);
+  }
+  return 0;
+}
+
+}  // namespace ringlm

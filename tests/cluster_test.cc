@@ -1,0 +1,365 @@
+// Real ringlmd processes on loopback: they find each other by broadcast (or
+// by --peers), agree on one partition, generate exactly what a single
+// process generates, survive garbage input, and recover from a dead node.
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/cluster_client.h"
+#include "gtest/gtest.h"
+#include "inference/generator.h"
+#include "inference/model.h"
+#include "nlohmann/json.hpp"
+#include "proto/ringlm.grpc.pb.h"
+#include "tests/daemon_harness.h"
+
+namespace ringlm {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+
+// Three (or more) daemons on 127.0.0.1 with their own ports and state dirs.
+class LoopbackCluster {
+ public:
+  struct Options {
+    std::string model = "stories260K-f32.gguf";
+    std::vector<int> memory_mb = {4000, 2000, 2000};
+    bool broadcast = true;  // else --no-broadcast with --peers
+    std::vector<std::string> extra_args;
+  };
+
+  explicit LoopbackCluster(Options options) : options_(std::move(options)) {
+    dir_ = testing::MakeTempDir("ringlm-cluster");
+    discovery_port_ = testing::FreeUdpPort();
+    for (size_t i = 0; i < options_.memory_mb.size(); ++i) ports_.push_back(testing::FreeTcpPort());
+    for (size_t i = 0; i < ports_.size(); ++i) StartNode(i);
+  }
+
+  void StartNode(size_t i) {
+    std::vector<std::string> argv = {testing::RinglmdPath(),
+                                     "--model", testing::ModelPath(options_.model),
+                                     "--grpc-host", "127.0.0.1",
+                                     "--grpc-port", std::to_string(ports_[i]),
+                                     "--discovery-port", std::to_string(discovery_port_),
+                                     "--memory-mb", std::to_string(options_.memory_mb[i]),
+                                     "--state-dir", absl::StrCat(dir_, "/state", i),
+                                     "--threads", "1",
+                                     "--loopback-only"};
+    if (!options_.broadcast) {
+      std::vector<std::string> peers;
+      for (size_t j = 0; j < ports_.size(); ++j) {
+        if (j != i) peers.push_back(absl::StrCat("127.0.0.1:", ports_[j]));
+      }
+      argv.insert(argv.end(), {"--no-broadcast", "--peers", absl::StrJoin(peers, ",")});
+    }
+    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+    if (nodes_.size() <= i) nodes_.resize(i + 1);
+    auto child = ChildProcess::Start(argv, absl::StrCat(dir_, "/node", i, ".log"));
+    ASSERT_TRUE(child.ok()) << child.status();
+    nodes_[i] = std::move(*child);
+  }
+
+  std::string Address(size_t i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
+  ChildProcess& node(size_t i) { return *nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+  uint16_t discovery_port() const { return discovery_port_; }
+
+  // `ringlm status --json` against node i; null on failure.
+  json Status(size_t i) const {
+    testing::CommandResult r = testing::RunCommand(
+        absl::StrCat(testing::RinglmPath(), " status --json --node ", Address(i)), false);
+    if (r.exit_code != 0) return nullptr;
+    return json::parse(r.output, nullptr, false);
+  }
+
+  // True when node i sees `n` nodes and a plan over all of them.
+  bool Formed(size_t i, size_t n) const {
+    json s = Status(i);
+    return s.is_object() && s["nodes"].size() == n && s["plan"]["stages"].size() == n;
+  }
+
+  std::string Logs() {
+    std::string all;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]) absl::StrAppend(&all, "--- node ", i, " ---\n", nodes_[i]->Log());
+    }
+    return all;
+  }
+
+ private:
+  Options options_;
+  std::string dir_;
+  uint16_t discovery_port_ = 0;
+  std::vector<uint16_t> ports_;
+  std::vector<std::unique_ptr<ChildProcess>> nodes_;
+};
+
+json References() {
+  std::ifstream in(std::string(RINGLM_SHARED_DIR) + "/refs/stories260k_llamacpp.json");
+  return json::parse(in);
+}
+
+std::vector<int32_t> LocalGreedy(const std::string& model_file, const std::string& prompt, int n) {
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(testing::ModelPath(model_file), {});
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return {};
+  LocalGenerator generator(**model, nullptr);
+  GenerateOptions options;
+  options.max_tokens = n;
+  options.sampling.temperature = 0;
+  auto ids = generator.Generate((*model)->tokenizer().Encode(prompt, true, false), options);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  return ids.ok() ? *ids : std::vector<int32_t>{};
+}
+
+std::vector<int32_t> ClusterGreedy(const std::string& address, const std::string& prompt, int n,
+                                   const std::string& extra = "") {
+  testing::CommandResult r = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " generate --cluster ", address, " --prompt ",
+                   testing::ShellQuote(prompt), " --temp 0 -n ", n, " --json ", extra),
+      false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  json out = json::parse(r.output, nullptr, false);
+  if (!out.is_object()) return {};
+  return out["ids"].get<std::vector<int32_t>>();
+}
+
+void ExpectSamePartitionEverywhere(LoopbackCluster& c) {
+  json first = c.Status(0);
+  ASSERT_TRUE(first.is_object());
+  for (size_t i = 1; i < c.size(); ++i) {
+    json s = c.Status(i);
+    ASSERT_TRUE(s.is_object());
+    EXPECT_EQ(s["plan"]["stages"], first["plan"]["stages"]) << "node " << i;
+  }
+  // 4000/2000/2000 MB over 5 layers: 3, 1, 1 in memory order.
+  std::vector<int> counts;
+  for (const json& st : first["plan"]["stages"]) {
+    counts.push_back(st["last_layer"].get<int>() - st["first_layer"].get<int>());
+  }
+  EXPECT_EQ(counts, (std::vector<int>{3, 1, 1}));
+}
+
+class ClusterByBroadcastTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterByBroadcastTest, FormsAgreesAndMatchesOneProcess) {
+  LoopbackCluster::Options options;
+  options.model = GetParam();
+  const auto start = std::chrono::steady_clock::now();
+  LoopbackCluster cluster(options);
+  bool formed = testing::WaitFor(
+      [&] { return cluster.Formed(0, 3) && cluster.Formed(1, 3) && cluster.Formed(2, 3); }, 20s);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(formed) << cluster.Logs();
+  std::printf("cluster formed by broadcast in %.2f s after start\n", seconds);
+  ExpectSamePartitionEverywhere(cluster);
+  const std::string variant = GetParam().find("q8_0") != std::string::npos ? "q8_0" : "f32";
+  for (const json& g : References()["generation"]) {
+    const std::string prompt = g["prompt"];
+    SCOPED_TRACE("prompt '" + prompt + "'");
+    const std::vector<int32_t> local = LocalGreedy(GetParam(), prompt, 64);
+    EXPECT_EQ(local, g[variant]["generated_ids"].get<std::vector<int32_t>>());
+    for (size_t entry = 0; entry < cluster.size(); ++entry) {
+      EXPECT_EQ(ClusterGreedy(cluster.Address(entry), prompt, 64), local) << "via node " << entry;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BundledModels, ClusterByBroadcastTest,
+                         ::testing::Values("stories260K-f32.gguf", "stories260K-q8_0.gguf"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.find("q8_0") != std::string::npos ? "Q8_0" : "F32";
+                         });
+
+TEST(ClusterTest, StaticPeersWithoutBroadcast) {
+  LoopbackCluster::Options options;
+  options.broadcast = false;
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return cluster.Formed(0, 3) && cluster.Formed(1, 3) && cluster.Formed(2, 3); }, 20s))
+      << cluster.Logs();
+  ExpectSamePartitionEverywhere(cluster);
+  const std::string prompt = "Once upon a time";
+  const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", prompt, 64);
+  EXPECT_EQ(ClusterGreedy(cluster.Address(2), prompt, 64), local);
+  EXPECT_EQ(ClusterGreedy(cluster.Address(0), prompt, 64, "--hidden-dtype f16").size(), 64u);
+}
+
+TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
+  LoopbackCluster::Options options;
+  options.extra_args = {"--ctx-size", "8192"};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(0, 3); }, 20s)) << cluster.Logs();
+  json status = cluster.Status(0);
+  // The middle stage of the plan, and which process runs it.
+  const std::string middle_address = status["plan"]["stages"][1]["address"];
+  size_t middle = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.Address(i) == middle_address) middle = i;
+  }
+  const size_t entry = middle == 0 ? 2 : 0;
+
+  // A long generation through the ring, from another thread.
+  std::atomic<bool> done{false};
+  absl::Status result;
+  std::atomic<int> tokens{0};
+  std::thread generation([&] {
+    v1::GenerateRequest request;
+    request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    request.set_prompt("Once upon a time");
+    request.mutable_limits()->set_max_tokens(8000);
+    request.mutable_limits()->set_ignore_eos(true);
+    ClusterClient client(cluster.Address(entry));
+    result = client.Generate(request, 120s, [&](const v1::GenerateEvent& e) {
+      if (e.has_token()) ++tokens;
+    });
+    done = true;
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return tokens > 50 || done; }, 20s)) << cluster.Logs();
+  ASSERT_FALSE(done.load()) << result << cluster.Logs();
+  cluster.node(middle).Signal(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  const bool ended = testing::WaitFor([&] { return done.load(); }, 30s);
+  const double fail_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  generation.join();
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(result.ok());
+  EXPECT_LT(tokens.load(), 8000);
+  std::printf("request failed %.2f s after the kill, after %d tokens: %s\n", fail_s,
+              tokens.load(), result.ToString().c_str());
+  EXPECT_LE(fail_s, 5.0) << "the request must fail within 5 s";
+  EXPECT_NE(result.message().find("node"), std::string::npos) << result;
+
+  // The other two re-form without it and serve the next request.
+  const auto reform_start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(entry, 2); }, 20s)) << cluster.Logs();
+  std::printf("cluster re-formed %.2f s after the failure\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - reform_start)
+                  .count());
+  const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
+  EXPECT_EQ(ClusterGreedy(cluster.Address(entry), "Once upon a time", 64), local);
+}
+
+// Sends raw datagrams to the shared discovery port.
+void SendUdp(uint16_t port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(port);
+  sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+  close(fd);
+}
+
+TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
+  LoopbackCluster cluster({});
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(0, 3); }, 20s)) << cluster.Logs();
+
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(1 + rng() % 1500, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    if (i % 10 == 0) junk = "RLMA" + junk.substr(0, 20);  // right magic, wrong rest
+    SendUdp(cluster.discovery_port(), junk);
+  }
+  SendUdp(cluster.discovery_port(), std::string(60000, 'x'));  // oversized
+
+  // Bad StageStep messages straight to node 0's gRPC port.
+  auto stub = v1::RingNode::NewStub(
+      grpc::CreateChannel(cluster.Address(0), grpc::InsecureChannelCredentials()));
+  json status = cluster.Status(0);
+  v1::Plan plan;
+  plan.set_model_fingerprint(status["model"]["fingerprint"].get<std::string>());
+  plan.set_n_layers(5);
+  for (const json& st : status["plan"]["stages"]) {
+    v1::PlanStage* s = plan.add_stages();
+    s->set_node_id(st["node_id"].get<std::string>());
+    s->set_address(st["address"].get<std::string>());
+    s->set_first_layer(st["first_layer"].get<uint32_t>());
+    s->set_last_layer(st["last_layer"].get<uint32_t>());
+  }
+  size_t stage_of_node0 = 0;
+  for (int i = 0; i < plan.stages_size(); ++i) {
+    if (plan.stages(i).address() == cluster.Address(0)) stage_of_node0 = i;
+  }
+  auto base = [&] {
+    v1::StageStepRequest r;
+    r.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    r.set_request_id("bad-1");
+    r.set_session_id("bad-1");
+    r.set_origin("nobody");
+    *r.mutable_plan() = plan;
+    r.set_stage_index(stage_of_node0);
+    r.add_tokens(1);
+    r.add_tokens(2);
+    if (stage_of_node0 > 0) {
+      v1::Tensor* h = r.mutable_hidden();
+      h->set_dtype(v1::DTYPE_F32);
+      h->add_shape(2);
+      h->add_shape(64);
+      h->set_data(std::string(2 * 64 * 4, '\0'));
+    }
+    return r;
+  };
+  auto expect_rejected = [&](const v1::StageStepRequest& r, const std::string& words) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1::StageStepReply reply;
+    grpc::Status s = stub->StageStep(&ctx, r, &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
+  };
+  {
+    v1::StageStepRequest r = base();
+    r.set_tokens(1, 100000);
+    expect_rejected(r, "outside the vocabulary");
+  }
+  {
+    v1::StageStepRequest r = base();
+    r.mutable_plan()->mutable_stages(r.plan().stages_size() - 1)->set_last_layer(99);
+    expect_rejected(r, "layers");
+  }
+  {
+    v1::StageStepRequest r = base();
+    r.set_protocol_version(99);
+    expect_rejected(r, "protocol version");
+  }
+  {
+    v1::StageStepRequest r = base();
+    if (stage_of_node0 == 0) {
+      v1::Tensor* h = r.mutable_hidden();
+      h->add_shape(2);
+      h->add_shape(64);
+      expect_rejected(r, "token ids, not hidden states");
+    } else {
+      r.mutable_hidden()->set_shape(1, 63);
+      expect_rejected(r, "shape");
+    }
+  }
+  {
+    v1::StageStepRequest r = base();
+    r.set_stage_index(7);
+    expect_rejected(r, "stage_index");
+  }
+
+  // Everyone is still up, still agrees, and still generates correctly.
+  for (size_t i = 0; i < cluster.size(); ++i) EXPECT_TRUE(cluster.node(i).Running()) << i;
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(1, 3); }, 10s)) << cluster.Logs();
+  EXPECT_EQ(ClusterGreedy(cluster.Address(1), "Once upon a time", 32),
+            LocalGreedy("stories260K-f32.gguf", "Once upon a time", 32));
+  EXPECT_NE(cluster.node(0).Log().find("ignored"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringlm
