@@ -2,7 +2,9 @@
 
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "inference/token_digest.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -69,13 +71,19 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
   return absl::OkStatus();
 }
 
+std::string OriginRegistry::StageRequestId(const std::string& request_id, uint32_t attempt) {
+  return absl::StrCat(request_id, "#", attempt);
+}
+
 void OriginRegistry::SendPrompt(const std::string& request_id) {
   OriginRequest r;
+  uint32_t attempt = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(request_id);
     if (it == active_.end()) return;
     r = it->second.request;
+    attempt = it->second.attempt;
   }
   if (r.limits.max_tokens() == 0) {
     OriginEvent done;
@@ -86,11 +94,16 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{n_embd_} * 4);
   const size_t chunk =
       std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, options_.max_chunk_tokens));
-  for (size_t start = 0; start < r.prompt.size(); start += chunk) {
+  for (size_t start = r.reuse_len; start < r.prompt.size(); start += chunk) {
     const size_t end = std::min(r.prompt.size(), start + chunk);
     v1::StageStepRequest step;
     step.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    step.set_request_id(r.request_id);
+    step.set_request_id(StageRequestId(r.request_id, attempt));
+    if (start == r.reuse_len && r.reuse_len > 0) {
+      step.set_reuse_len(r.reuse_len);
+      step.set_reuse_digest(TokenDigest(std::span<const int32_t>(r.prompt.data(), r.reuse_len)));
+      step.set_fork_from(r.fork_from);
+    }
     step.set_session_id(r.session_id);
     *step.mutable_plan() = r.plan;
     step.set_stage_index(0);
@@ -111,36 +124,83 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
 }
 
 bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
-  if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
-    const auto code = static_cast<absl::StatusCode>(d.error_code());
-    Fail(d.request_id(),
-         absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kInternal : code,
-                      d.error()));
-    return true;
+  const size_t hash = d.request_id().rfind('#');
+  const std::string id = d.request_id().substr(0, hash);
+  uint32_t attempt = 0;
+  if (hash == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(d.request_id()).substr(hash + 1), &attempt)) {
+    return true;  // not a request this origin started
   }
   OriginSink sink;
+  OriginEvent event;
   {
     absl::MutexLock lock(&mu_);
-    auto it = active_.find(d.request_id());
-    if (it == active_.end()) return true;
+    auto it = active_.find(id);
+    if (it == active_.end() || it->second.attempt != attempt) return true;
     Active& a = it->second;
-    if (d.index() != a.next_index) {
-      spdlog::warn("request {}: token index {} out of order (expected {})", d.request_id(),
-                   d.index(), a.next_index);
+    if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
+      if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {
+        spdlog::info("request {}: {}; recomputing the whole prompt", id, d.error());
+        if (!sender_.Post([this, id, attempt] { RetryWithoutReuse(id, attempt); })) {
+          return true;
+        }
+        return true;
+      }
+    } else if (d.index() != a.next_index) {
+      spdlog::warn("request {}: token index {} out of order (expected {})", id, d.index(),
+                   a.next_index);
       return false;
+    } else {
+      event.cached_tokens = a.next_index == 0 ? a.request.reuse_len : 0;
+      ++a.next_index;
+      a.last_progress = std::chrono::steady_clock::now();
+      sink = a.sink;
     }
-    ++a.next_index;
-    a.last_progress = std::chrono::steady_clock::now();
-    sink = a.sink;
   }
-  OriginEvent event;
+  if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
+    const auto code = static_cast<absl::StatusCode>(d.error_code());
+    Fail(id, absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kInternal : code,
+                          d.error()));
+    return true;
+  }
   event.has_token = true;
   event.token = d.token();
   event.finish = d.finish_reason();
-  if (d.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) return Finish(d.request_id(), event);
+  if (d.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) return Finish(id, event);
   absl::MutexLock lock(&sink_mu_);
   sink(event);
   return false;
+}
+
+void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t failed_attempt) {
+  OriginRequest r;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(request_id);
+    if (it == active_.end() || it->second.attempt != failed_attempt) return;
+    r = it->second.request;
+  }
+  // Every stage forgets the failed attempt before the retry's first step, so
+  // none of its late steps can touch the session again.
+  const std::string old_id = StageRequestId(request_id, failed_attempt);
+  for (const v1::PlanStage& stage : r.plan.stages()) {
+    if (absl::Status s = transport_->Cancel(stage, old_id); !s.ok()) {
+      Fail(request_id, absl::Status(s.code(), absl::StrCat("cancelling after a cache miss: ",
+                                                           s.message())));
+      return;
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(request_id);
+    if (it == active_.end()) return;
+    Active& a = it->second;
+    a.attempt = failed_attempt + 1;
+    a.request.reuse_len = 0;
+    a.request.fork_from.clear();
+    a.last_progress = std::chrono::steady_clock::now();
+  }
+  SendPrompt(request_id);
 }
 
 bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& last) {
@@ -156,9 +216,7 @@ bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& la
     absl::MutexLock lock(&sink_mu_);
     a.sink(last);
   }
-  const bool cancel =
-      last.finish != v1::FINISH_REASON_STOP && last.finish != v1::FINISH_REASON_LENGTH;
-  CleanUpStages(a.request.plan, request_id, a.request.session_id, cancel);
+  CleanUpStages(a.request, a.attempt, last.finish);
   return true;
 }
 
@@ -176,14 +234,21 @@ void OriginRegistry::Cancel(const std::string& request_id) {
   Finish(request_id, event);
 }
 
-void OriginRegistry::CleanUpStages(const v1::Plan& plan, const std::string& request_id,
-                                   const std::string& session_id, bool cancel) {
-  if (!cancel && options_.keep_sessions) return;
+void OriginRegistry::CleanUpStages(const OriginRequest& request, uint32_t attempt,
+                                   v1::FinishReason finish) {
+  // Stages still working on a cancelled or failed request must stop. Their
+  // sessions stay consistent either way (a step commits whole or not at
+  // all, and every reuse is checked by digest), but a failed request's
+  // session is not worth keeping.
+  const bool cancel = finish != v1::FINISH_REASON_STOP && finish != v1::FINISH_REASON_LENGTH;
+  const bool drop = !request.keep_session || finish == v1::FINISH_REASON_ERROR;
+  if (!cancel && !drop) return;
   // Best effort, off the caller's thread: a dead stage must not stall it.
-  cleanup_.Post([this, plan, request_id, session_id, cancel] {
+  cleanup_.Post([this, plan = request.plan, id = StageRequestId(request.request_id, attempt),
+                 session_id = request.session_id, cancel, drop] {
     for (const v1::PlanStage& stage : plan.stages()) {
-      if (cancel) (void)transport_->Cancel(stage, request_id);
-      if (!options_.keep_sessions) (void)transport_->DropSession(stage, session_id);
+      if (cancel) (void)transport_->Cancel(stage, id);
+      if (drop) (void)transport_->DropSession(stage, session_id);
     }
   });
 }

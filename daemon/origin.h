@@ -26,6 +26,8 @@ struct OriginEvent {
   // Set on the last event of a request.
   v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
   absl::Status error;  // with FINISH_REASON_ERROR
+  // On the first token: prompt positions taken from the stages' caches.
+  uint32_t cached_tokens = 0;
 };
 // Called once per event, in order, never concurrently for one request, and
 // never with a lock held. Must not block.
@@ -39,7 +41,6 @@ struct OriginOptions {
   // Prompt chunks stay below this many bytes of hidden state per message.
   uint64_t max_chunk_bytes = 8 << 20;
   uint32_t max_chunk_tokens = 512;
-  bool keep_sessions = false;  // false: drop each stage's session at the end
 };
 
 // A request as the origin starts it.
@@ -51,6 +52,12 @@ struct OriginRequest {
   v1::SamplingParams sampling;
   v1::GenerationLimits limits;
   v1::DType wire_dtype = v1::DTYPE_F32;
+  // Continue from the first reuse_len positions of session_id (or of
+  // fork_from, copied). A stage that does not hold them exactly reports a
+  // miss, and the request starts over from position 0.
+  uint32_t reuse_len = 0;
+  std::string fork_from;
+  bool keep_session = false;  // false: every stage drops the session at the end
 };
 
 // Starts requests by sending their prompt to stage 0 in chunks, matches the
@@ -83,16 +90,22 @@ class OriginRegistry {
   struct Active {
     OriginRequest request;
     OriginSink sink;
+    uint32_t attempt = 0;  // bumped by a cache-miss retry
     uint32_t next_index = 0;
     std::chrono::steady_clock::time_point last_progress;
   };
+  // Stages see "<request id>#<attempt>", so steps of an abandoned attempt
+  // can never be taken for the retry's.
+  static std::string StageRequestId(const std::string& request_id, uint32_t attempt);
 
   void SendPrompt(const std::string& request_id);
+  // A stage missed the claimed prefix: cancel the attempt everywhere, then
+  // resend the whole prompt without reuse.
+  void RetryWithoutReuse(const std::string& request_id, uint32_t failed_attempt);
   // Removes the request and emits its last event; false if already gone.
   bool Finish(const std::string& request_id, const OriginEvent& last);
   void Fail(const std::string& request_id, const absl::Status& status);
-  void CleanUpStages(const v1::Plan& plan, const std::string& request_id,
-                     const std::string& session_id, bool cancel);
+  void CleanUpStages(const OriginRequest& request, uint32_t attempt, v1::FinishReason finish);
   void WatchdogLoop();
 
   const OriginOptions options_;

@@ -1,8 +1,10 @@
 #include "daemon/stage_runtime.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
+#include "inference/token_digest.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -42,6 +44,16 @@ v1::PlanStage OriginOf(const v1::StageStepRequest& request) {
   origin.set_address(request.origin_address());
   return origin;
 }
+
+constexpr char kCacheMissPayload[] = "ringlm.dev/cache-miss";
+
+absl::Status CacheMiss(const std::string& why) {
+  absl::Status s = absl::FailedPreconditionError(absl::StrCat("prefix cache miss: ", why));
+  s.SetPayload(kCacheMissPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsCacheMiss(const absl::Status& s) { return s.GetPayload(kCacheMissPayload).has_value(); }
 
 }  // namespace
 
@@ -149,6 +161,14 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request) {
           absl::StrCat("hidden states must have shape [", n, ", ", config.n_embd, "]"));
     }
   }
+  if (request.reuse_len() > 0) {
+    if (request.position() != request.reuse_len() || request.reuse_digest().size() != 32) {
+      return absl::InvalidArgumentError(
+          "a reused prefix needs position == reuse_len and a 32-byte digest");
+    }
+  } else if (!request.fork_from().empty()) {
+    return absl::InvalidArgumentError("fork_from needs reuse_len > 0");
+  }
   if (request.limits().max_tokens() < 0) {
     return absl::InvalidArgumentError("max_tokens must be >= 0");
   }
@@ -193,12 +213,8 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
         "this node no longer holds layers [", stage.first_layer(), ", ", stage.last_layer(), ")"));
   }
   const StageEngine& engine = *bundle->engine;
-  auto make_cache = [&] { return engine.NewCache(model_.context_size()); };
-  RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease,
-                          sessions_.Acquire(request.session_id(), make_cache));
+  RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, *bundle));
   KvCache& cache = lease.cache();
-  if (cache.n_layers() != bundle->weights->range().size()) cache = make_cache();
-  if (request.position() == 0) cache.Truncate(0);  // a fresh start under a known session id
   if (cache.n_positions() != request.position()) {
     return absl::FailedPreconditionError(
         absl::StrCat("session '", request.session_id(), "' holds ", cache.n_positions(),
@@ -286,6 +302,44 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   return absl::OkStatus();
 }
 
+absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
+    const v1::StageStepRequest& request, const Bundle& bundle) {
+  const uint32_t n_layers = bundle.weights->range().size();
+  auto make_cache = [&] { return bundle.engine->NewCache(model_.context_size()); };
+  if (request.reuse_len() == 0) {
+    RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease,
+                            sessions_.Acquire(request.session_id(), make_cache));
+    if (lease.cache().n_layers() != n_layers) lease.cache() = make_cache();
+    if (request.position() == 0) lease.cache().Truncate(0);  // a fresh start
+    return lease;
+  }
+  // The head claims this stage holds the first reuse_len tokens: prove it.
+  const uint32_t reuse = request.reuse_len();
+  if (!request.fork_from().empty()) {
+    if (absl::Status s = sessions_.Fork(request.fork_from(), request.session_id(), reuse);
+        !s.ok()) {
+      return CacheMiss(absl::StrCat("cannot fork session '", request.fork_from(), "': ",
+                                    s.message()));
+    }
+  }
+  absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(request.session_id());
+  if (!lease.ok()) return CacheMiss(std::string(lease.status().message()));
+  KvCache& cache = lease->cache();
+  if (cache.n_layers() != n_layers) {
+    return CacheMiss("the session holds KV of another layer range");
+  }
+  if (cache.n_positions() < reuse) {
+    return CacheMiss(absl::StrCat("the session holds ", cache.n_positions(),
+                                  " positions, fewer than the ", reuse, " claimed"));
+  }
+  if (TokenDigest(std::span<const int32_t>(cache.tokens().data(), reuse)) !=
+      request.reuse_digest()) {
+    return CacheMiss(absl::StrCat("the session's first ", reuse, " tokens differ from the claim"));
+  }
+  cache.Truncate(reuse);
+  return lease;
+}
+
 void StageRuntime::ReportError(const v1::StageStepRequest& request, const absl::Status& status) {
   ForgetRequest(request.request_id());
   spdlog::warn("request {}: stage {} failed: {}", request.request_id(), request.stage_index(),
@@ -297,6 +351,7 @@ void StageRuntime::ReportError(const v1::StageStepRequest& request, const absl::
   deliver.set_error(
       absl::StrCat("stage ", request.stage_index(), " (node ", self_id_, "): ", status.message()));
   deliver.set_error_code(static_cast<int32_t>(status.code()));
+  deliver.set_cache_miss(IsCacheMiss(status));
   deliver.set_reporter(self_id_);
   v1::DeliverTokenReply reply;
   if (absl::Status s = transport_->DeliverToken(OriginOf(request), deliver, &reply); !s.ok()) {

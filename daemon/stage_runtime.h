@@ -71,6 +71,10 @@ class StageRuntime {
   std::shared_ptr<const Bundle> BundleFor(uint32_t first, uint32_t last) const;
   void Process(const v1::StageStepRequest& request);
   absl::Status Run(const v1::StageStepRequest& request);
+  // The step's session, positioned for it. A claimed prefix (reuse_len > 0)
+  // must be held exactly, by digest; otherwise a cache-miss error.
+  absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
+                                                     const Bundle& bundle);
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       uint32_t n_positions);
   void ReportError(const v1::StageStepRequest& request, const absl::Status& status);

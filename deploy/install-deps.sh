@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libspdlog-dev libgtest-dev libgmock-dev libcpp-httplib-dev nlohmann-json3-dev
-  libopenblas-dev libhwy-dev
+  libopenblas-dev libhwy-dev libssl-dev
   clang-format iproute2 curl python3
 )
 

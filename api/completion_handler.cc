@@ -1,0 +1,215 @@
+#include "api/completion_handler.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "api/api_error.h"
+#include "api/openai_format.h"
+#include "base/status_macros.h"
+
+namespace ringlm {
+namespace {
+
+// How long an HTTP thread waits for backend events before re-checking the
+// client and shutdown. Only bounds reaction time; tokens wake it at once.
+constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
+
+}  // namespace
+
+void SetErrorResponse(const absl::Status& status, httplib::Response& res) {
+  HttpError error = ToHttpError(status);
+  res.status = error.http_status;
+  res.set_content(error.body, "application/json");
+}
+
+class CompletionHandler::Slot {
+ public:
+  explicit Slot(std::atomic<int>& running) : running_(running) {}
+  ~Slot() { running_.fetch_sub(1); }
+
+ private:
+  std::atomic<int>& running_;
+};
+
+CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
+                                     bool keep_sessions, int max_concurrent, ChatFormat format)
+    : backend_(backend),
+      cache_(cache),
+      keep_sessions_(keep_sessions),
+      max_concurrent_(std::max(1, max_concurrent)),
+      format_(format) {}
+
+void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
+  Handle(ParseChatCompletionRequest(req.body), res);
+}
+
+void CompletionHandler::HandleText(const httplib::Request& req, httplib::Response& res) {
+  Handle(ParseTextCompletionRequest(req.body), res);
+}
+
+absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
+    const CompletionRequest& request) {
+  const std::string model_id = backend_.model_id();
+  // An absent (or empty) model means the one model this cluster serves.
+  if (!request.model.empty() && request.model != model_id) {
+    return WithOpenAiCode(absl::NotFoundError(absl::StrCat("The model '", request.model,
+                                                           "' does not exist; this server has '",
+                                                           model_id, "'")),
+                          "model_not_found", "model");
+  }
+  if (absl::Status ready = backend_.Ready(); !ready.ok()) {
+    return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
+  }
+  const bool chat = request.kind == CompletionRequest::Kind::kChat;
+  std::string text = request.prompt;
+  if (chat) {
+    absl::StatusOr<std::string> rendered = RenderChat(format_, request.messages, true);
+    if (!rendered.ok()) return InvalidFieldError("messages", rendered.status().message());
+    text = *std::move(rendered);
+  }
+  GenerationStream::Params params;
+  params.prompt = backend_.tokenizer().Encode(text, /*add_special=*/true, /*parse_special=*/true);
+  const char* prompt_param = chat ? "messages" : "prompt";
+  if (params.prompt.empty()) return InvalidFieldError(prompt_param, "the prompt is empty");
+  const uint32_t context = backend_.context_size();
+  if (params.prompt.size() >= context) {
+    return WithOpenAiCode(
+        absl::InvalidArgumentError(absl::StrCat(
+            "This model's maximum context length is ", context, " tokens. However, your ",
+            prompt_param, " resulted in ", params.prompt.size(),
+            " tokens, leaving no room for a completion.")),
+        "context_length_exceeded", prompt_param);
+  }
+  // max_tokens defaults to, and is clamped to, the rest of the context.
+  const int32_t remaining = static_cast<int32_t>(context - params.prompt.size());
+  params.max_tokens = std::min(request.max_tokens.value_or(remaining), remaining);
+  params.sampling = request.sampling;
+  params.stop = request.stop;
+  return params;
+}
+
+void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed,
+                               httplib::Response& res) {
+  if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
+  absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
+  if (!params.ok()) return SetErrorResponse(params.status(), res);
+  if (running_.fetch_add(1) >= max_concurrent_) {
+    running_.fetch_sub(1);
+    return SetErrorResponse(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "The server is overloaded: ", max_concurrent_, " requests are running; retry later")),
+        res);
+  }
+  auto slot = std::make_unique<Slot>(running_);
+  absl::StatusOr<std::unique_ptr<GenerationStream>> stream =
+      GenerationStream::Start(backend_, cache_, keep_sessions_, *std::move(params));
+  if (!stream.ok()) return SetErrorResponse(stream.status(), res);
+  if (parsed->stream) {
+    RespondStreaming(*parsed, std::move(slot), *std::move(stream), res);
+  } else {
+    Respond(*parsed, std::move(slot), *std::move(stream), res);
+  }
+}
+
+void CompletionHandler::Respond(const CompletionRequest& request, std::unique_ptr<Slot> slot,
+                                std::unique_ptr<GenerationStream> stream,
+                                httplib::Response& res) {
+  std::string text;
+  while (!stream->finished()) {
+    if (stopping_) {
+      stream->Cancel();
+      return SetErrorResponse(absl::UnavailableError("the server is shutting down"), res);
+    }
+    text += stream->Poll(kPollInterval);
+  }
+  if (stream->state() != GenerationStream::State::kDone) {
+    return SetErrorResponse(stream->error(), res);
+  }
+  const ResponseMeta meta{request.kind == CompletionRequest::Kind::kChat,
+                          NewCompletionId(request.kind == CompletionRequest::Kind::kChat),
+                          absl::ToUnixSeconds(absl::Now()), backend_.model_id()};
+  const Usage usage{stream->prompt_tokens(), stream->completion_tokens(),
+                    stream->cached_tokens()};
+  res.status = 200;
+  res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage)),
+                  "application/json");
+}
+
+namespace {
+
+// A streaming response's state, shared by httplib's content provider and
+// resource releaser; it lives as long as the httplib::Response does.
+struct SseState {
+  ResponseMeta meta;
+  bool include_usage = false;
+  bool sent_role = false;
+  std::unique_ptr<GenerationStream> stream;
+  std::shared_ptr<void> slot;
+};
+
+}  // namespace
+
+void CompletionHandler::RespondStreaming(const CompletionRequest& request,
+                                         std::unique_ptr<Slot> slot,
+                                         std::unique_ptr<GenerationStream> stream,
+                                         httplib::Response& res) {
+  auto state = std::make_shared<SseState>();
+  const bool chat = request.kind == CompletionRequest::Kind::kChat;
+  state->meta = ResponseMeta{chat, NewCompletionId(chat), absl::ToUnixSeconds(absl::Now()),
+                             backend_.model_id()};
+  state->include_usage = request.include_usage;
+  state->stream = std::move(stream);
+  state->slot = std::shared_ptr<Slot>(std::move(slot));
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  // Called repeatedly on this HTTP thread until sink.done(). Returning false,
+  // or a failed write, aborts the response; the releaser then cancels.
+  auto provider = [state, this](size_t /*offset*/, httplib::DataSink& sink) -> bool {
+    GenerationStream& gen = *state->stream;
+    auto write = [&sink, &gen](const std::string& data) {
+      if (sink.write(data.data(), data.size())) return true;
+      gen.Cancel();  // the client is gone
+      return false;
+    };
+    if (stopping_) {
+      gen.Cancel();
+      return false;
+    }
+    if (!state->sent_role) {
+      state->sent_role = true;
+      if (state->meta.chat && !write(SseFrame(ChunkJson(state->meta, true, "", std::nullopt)))) {
+        return false;
+      }
+    }
+    const std::string text = gen.Poll(kPollInterval);
+    if (!text.empty() && !write(SseFrame(ChunkJson(state->meta, false, text, std::nullopt)))) {
+      return false;
+    }
+    if (!gen.finished()) return true;
+    std::string tail;
+    if (gen.state() == GenerationStream::State::kDone) {
+      tail = SseFrame(ChunkJson(state->meta, false, "", gen.finish_reason()));
+      if (state->include_usage) {
+        tail += SseFrame(UsageChunkJson(
+            state->meta, Usage{gen.prompt_tokens(), gen.completion_tokens(), gen.cached_tokens()}));
+      }
+    } else {
+      // Headers are gone already: report the error in-band, as OpenAI does.
+      tail = "data: " + ToHttpError(gen.error()).body + "\n\n";
+    }
+    tail += kSseDone;
+    if (!write(tail)) return false;
+    sink.done();
+    return true;
+  };
+  res.set_chunked_content_provider("text/event-stream", std::move(provider),
+                                   [state](bool success) {
+                                     if (!success) state->stream->Cancel();
+                                   });
+}
+
+}  // namespace ringlm

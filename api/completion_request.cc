@@ -1,0 +1,220 @@
+#include "api/completion_request.h"
+
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "api/api_error.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+using Json = nlohmann::json;
+
+// The field `name` of `body`, or nullptr when absent or null.
+const Json* Field(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::StatusOr<double> NumberIn(const Json& body, const char* name, double lo, double hi,
+                                double fallback) {
+  const Json* v = Field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) {
+    return InvalidFieldError(name, absl::StrCat("'", name, "' must be a number"));
+  }
+  const double d = v->get<double>();
+  if (!(d >= lo && d <= hi)) {  // also rejects NaN
+    return InvalidFieldError(name, absl::StrCat("'", name, "' must be in [", lo, ", ", hi, "]"));
+  }
+  return d;
+}
+
+absl::StatusOr<bool> Bool(const Json& body, const char* name) {
+  const Json* v = Field(body, name);
+  if (v == nullptr) return false;
+  if (!v->is_boolean()) {
+    return InvalidFieldError(name, absl::StrCat("'", name, "' must be a boolean"));
+  }
+  return v->get<bool>();
+}
+
+// The fields shared by both endpoints.
+absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
+  if (const Json* model = Field(body, "model")) {
+    if (!model->is_string()) return InvalidFieldError("model", "'model' must be a string");
+    out.model = model->get<std::string>();
+  }
+  RINGLM_ASSIGN_OR_RETURN(out.stream, Bool(body, "stream"));
+  if (const Json* options = Field(body, "stream_options")) {
+    if (!options->is_object()) {
+      return InvalidFieldError("stream_options", "'stream_options' must be an object");
+    }
+    if (const Json* usage = Field(*options, "include_usage")) {
+      if (!usage->is_boolean()) {
+        return InvalidFieldError("stream_options.include_usage",
+                                 "'stream_options.include_usage' must be a boolean");
+      }
+      out.include_usage = usage->get<bool>();
+    }
+  }
+  if (const Json* n = Field(body, "n")) {
+    if (!n->is_number_integer() || n->get<int64_t>() != 1) {
+      return InvalidFieldError("n", "only n = 1 is supported");
+    }
+  }
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    const Json* v = Field(body, name);
+    if (v == nullptr) continue;
+    if (!v->is_number_integer()) {
+      return InvalidFieldError(name, absl::StrCat("'", name, "' must be an integer"));
+    }
+    const int64_t value = v->get<int64_t>();
+    if (value <= 0 || value > INT32_MAX) {
+      return InvalidFieldError(name, absl::StrCat("'", name, "' must be at least 1"));
+    }
+    out.max_tokens = static_cast<int32_t>(value);  // max_completion_tokens, checked last, wins
+  }
+  SamplingParams& s = out.sampling;
+  RINGLM_ASSIGN_OR_RETURN(double temperature,
+                          NumberIn(body, "temperature", 0, SamplingParams::kMaxTemperature, 1));
+  RINGLM_ASSIGN_OR_RETURN(double top_p, NumberIn(body, "top_p", 0, 1, 1));
+  if (top_p <= 0) return InvalidFieldError("top_p", "'top_p' must be in (0, 1]");
+  RINGLM_ASSIGN_OR_RETURN(double min_p, NumberIn(body, "min_p", 0, 1, 0));
+  RINGLM_ASSIGN_OR_RETURN(double top_k, NumberIn(body, "top_k", 0, 1e9, 0));
+  constexpr double kPenalty = SamplingParams::kMaxAbsPenalty;
+  RINGLM_ASSIGN_OR_RETURN(double presence,
+                          NumberIn(body, "presence_penalty", -kPenalty, kPenalty, 0));
+  RINGLM_ASSIGN_OR_RETURN(double frequency,
+                          NumberIn(body, "frequency_penalty", -kPenalty, kPenalty, 0));
+  s.temperature = static_cast<float>(temperature);
+  s.top_p = static_cast<float>(top_p);
+  s.min_p = static_cast<float>(min_p);
+  s.top_k = static_cast<int32_t>(top_k);
+  s.presence_penalty = static_cast<float>(presence);
+  s.frequency_penalty = static_cast<float>(frequency);
+  if (const Json* seed = Field(body, "seed")) {
+    if (!seed->is_number_integer()) return InvalidFieldError("seed", "'seed' must be an integer");
+    s.seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                        : static_cast<uint64_t>(seed->get<int64_t>());
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    s.seed = rng();
+  }
+  if (absl::Status valid = s.Validate(); !valid.ok()) {
+    return InvalidFieldError("", valid.message());
+  }
+  if (const Json* stop = Field(body, "stop")) {
+    std::vector<std::string> stops;
+    if (stop->is_string()) {
+      stops.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const Json& item : *stop) {
+        if (!item.is_string()) {
+          return InvalidFieldError("stop", "'stop' must be a string or an array of strings");
+        }
+        stops.push_back(item.get<std::string>());
+      }
+    } else {
+      return InvalidFieldError("stop", "'stop' must be a string or an array of strings");
+    }
+    if (stops.size() > 4) return InvalidFieldError("stop", "at most 4 stop sequences");
+    for (std::string& text : stops) {
+      if (!text.empty()) out.stop.push_back(std::move(text));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Json> ParseObject(std::string_view body) {
+  Json json = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    return InvalidFieldError("", "the request body is not valid JSON");
+  }
+  if (!json.is_object()) return InvalidFieldError("", "the request body must be a JSON object");
+  return json;
+}
+
+absl::StatusOr<std::string> MessageContent(const Json& message, const std::string& param,
+                                           const std::string& role) {
+  const Json* content = Field(message, "content");
+  if (content == nullptr) {
+    if (role == "assistant") return std::string();
+    return InvalidFieldError(param + ".content", "'content' is required");
+  }
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) {
+    return InvalidFieldError(param + ".content", "'content' must be a string or an array of parts");
+  }
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const Json& part = (*content)[i];
+    const std::string part_param = absl::StrCat(param, ".content[", i, "]");
+    if (!part.is_object()) return InvalidFieldError(part_param, "a content part must be an object");
+    const Json* type = Field(part, "type");
+    const Json* part_text = Field(part, "text");
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
+      return InvalidFieldError(part_param + ".type", "only 'text' content parts are supported");
+    }
+    if (part_text == nullptr || !part_text->is_string()) {
+      return InvalidFieldError(part_param + ".text", "'text' must be a string");
+    }
+    text += part_text->get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  CompletionRequest out;
+  out.kind = CompletionRequest::Kind::kChat;
+  const Json* messages = Field(json, "messages");
+  if (messages == nullptr) return InvalidFieldError("messages", "'messages' is required");
+  if (!messages->is_array()) return InvalidFieldError("messages", "'messages' must be an array");
+  if (messages->empty()) return InvalidFieldError("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    const std::string param = absl::StrCat("messages[", i, "]");
+    if (!m.is_object()) return InvalidFieldError(param, "a message must be an object");
+    const Json* role = Field(m, "role");
+    if (role == nullptr || !role->is_string()) {
+      return InvalidFieldError(param + ".role", "'role' must be a string");
+    }
+    std::string role_name = role->get<std::string>();
+    if (role_name == "developer") role_name = "system";
+    if (role_name != "system" && role_name != "user" && role_name != "assistant") {
+      return InvalidFieldError(param + ".role",
+                               absl::StrCat("unsupported role '", role_name,
+                                            "' (use system, developer, user or assistant)"));
+    }
+    RINGLM_ASSIGN_OR_RETURN(std::string content, MessageContent(m, param, role_name));
+    out.messages.push_back(ChatMessage{std::move(role_name), std::move(content)});
+  }
+  RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
+  return out;
+}
+
+absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body));
+  CompletionRequest out;
+  out.kind = CompletionRequest::Kind::kText;
+  const Json* prompt = Field(json, "prompt");
+  if (prompt == nullptr) return InvalidFieldError("prompt", "'prompt' is required");
+  if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
+    prompt = &(*prompt)[0];
+  }
+  if (!prompt->is_string()) {
+    return InvalidFieldError("prompt", "'prompt' must be a string (or an array of one string)");
+  }
+  out.prompt = prompt->get<std::string>();
+  RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
+  return out;
+}
+
+}  // namespace ringlm

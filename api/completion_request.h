@@ -1,0 +1,51 @@
+// Parsing and validating the bodies of POST /v1/chat/completions and
+// POST /v1/completions into one plain struct. No model state is touched here;
+// the only model facts needed (the model id) are checked by the server.
+#ifndef RINGLM_API_COMPLETION_REQUEST_H_
+#define RINGLM_API_COMPLETION_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "inference/chat_template.h"
+#include "inference/sampling/sampling_params.h"
+
+namespace ringlm {
+
+struct CompletionRequest {
+  enum class Kind { kChat, kText };
+  Kind kind = Kind::kChat;
+  // Empty when the client sent none (the server then uses its only model).
+  std::string model;
+  std::vector<ChatMessage> messages;  // kChat: at least one
+  std::string prompt;                 // kText
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // max_completion_tokens, else max_tokens; absent = the rest of the context.
+  std::optional<int32_t> max_tokens;
+  // OpenAI defaults (temperature 1, top_p 1, no penalties). The seed is random
+  // when the client sent none.
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // at most 4, none empty
+};
+
+// Both parsers: InvalidArgument with the offending field as the error's param
+// (see api_error.h) for malformed JSON, a non-object body, a field of the
+// wrong type or out of range, n != 1, max_tokens <= 0, more than 4 stop
+// strings. Unknown fields are ignored; JSON null counts as absent.
+//
+// Chat: `messages` must be a non-empty array of {role, content}; roles
+// system, developer (treated as system), user, assistant; content a string,
+// null (assistant only) or an array of {"type":"text","text":...} parts, which
+// are concatenated.
+absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body);
+// Completions: `prompt` is a string (or an array holding one string).
+absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_API_COMPLETION_REQUEST_H_

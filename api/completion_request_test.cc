@@ -1,0 +1,113 @@
+#include "api/completion_request.h"
+
+#include <string>
+
+#include "api/api_error.h"
+#include "gtest/gtest.h"
+
+namespace ringlm {
+namespace {
+
+void ExpectInvalid(const absl::StatusOr<CompletionRequest>& r, const std::string& param) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(ErrorParam(r.status()), param) << r.status();
+}
+
+TEST(CompletionRequestTest, ParsesChatFieldsAndDefaults) {
+  absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(R"({
+    "model": "m", "stream": true, "stream_options": {"include_usage": true},
+    "messages": [{"role": "developer", "content": "Be nice."},
+                 {"role": "user", "content": [{"type": "text", "text": "Hel"},
+                                              {"type": "text", "text": "lo"}]},
+                 {"role": "assistant", "content": null}],
+    "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "seed": 42, "stop": "\n",
+    "presence_penalty": 0.25, "frequency_penalty": -0.5, "n": 1, "logprobs": false,
+    "some_future_field": {"x": 1}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, CompletionRequest::Kind::kChat);
+  EXPECT_EQ(r->model, "m");
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  ASSERT_EQ(r->messages.size(), 3u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[1].content, "Hello");
+  EXPECT_EQ(r->messages[2].content, "");
+  EXPECT_EQ(r->max_tokens, 7);
+  EXPECT_FLOAT_EQ(r->sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_EQ(r->sampling.seed, 42u);
+  EXPECT_FLOAT_EQ(r->sampling.presence_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(r->sampling.frequency_penalty, -0.5f);
+  EXPECT_EQ(r->stop, std::vector<std::string>{"\n"});
+
+  absl::StatusOr<CompletionRequest> d =
+      ParseChatCompletionRequest(R"({"messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->stream);
+  EXPECT_FALSE(d->max_tokens.has_value());
+  EXPECT_FLOAT_EQ(d->sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(d->sampling.top_p, 1.0f);
+}
+
+TEST(CompletionRequestTest, MaxCompletionTokensWins) {
+  absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"max_completion_tokens":9})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_tokens, 9);
+}
+
+TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
+  const std::string ok_messages = R"("messages":[{"role":"user","content":"hi"}])";
+  auto chat = [&](const std::string& extra) {
+    return ParseChatCompletionRequest("{" + ok_messages + extra + "}");
+  };
+  ExpectInvalid(ParseChatCompletionRequest("{not json"), "");
+  ExpectInvalid(ParseChatCompletionRequest("[1,2]"), "");
+  ExpectInvalid(ParseChatCompletionRequest("{}"), "messages");
+  ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[]})"), "messages");
+  ExpectInvalid(ParseChatCompletionRequest(R"({"messages":"hi"})"), "messages");
+  ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[{"role":"tool","content":"x"}]})"),
+                "messages[0].role");
+  ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[{"role":"user","content":5}]})"),
+                "messages[0].content");
+  ExpectInvalid(ParseChatCompletionRequest(
+                    R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"),
+                "messages[0].content[0].type");
+  ExpectInvalid(chat(R"(,"n":2)"), "n");
+  ExpectInvalid(chat(R"(,"max_tokens":0)"), "max_tokens");
+  ExpectInvalid(chat(R"(,"max_completion_tokens":-3)"), "max_completion_tokens");
+  ExpectInvalid(chat(R"(,"max_tokens":"10")"), "max_tokens");
+  ExpectInvalid(chat(R"(,"temperature":"hot")"), "temperature");
+  ExpectInvalid(chat(R"(,"temperature":-1)"), "temperature");
+  ExpectInvalid(chat(R"(,"top_p":0)"), "top_p");
+  ExpectInvalid(chat(R"(,"presence_penalty":3)"), "presence_penalty");
+  ExpectInvalid(chat(R"(,"seed":1.5)"), "seed");
+  ExpectInvalid(chat(R"(,"stream":"yes")"), "stream");
+  ExpectInvalid(chat(R"(,"model":7)"), "model");
+  ExpectInvalid(chat(R"(,"stop":["a","b","c","d","e"])"), "stop");
+  ExpectInvalid(chat(R"(,"stop":[1])"), "stop");
+  ExpectInvalid(chat(R"(,"stream_options":{"include_usage":1})"), "stream_options.include_usage");
+}
+
+TEST(CompletionRequestTest, ParsesTextPrompt) {
+  absl::StatusOr<CompletionRequest> r =
+      ParseTextCompletionRequest(R"({"prompt":["Once upon"],"stop":["a","b"],"max_tokens":3})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kind, CompletionRequest::Kind::kText);
+  EXPECT_EQ(r->prompt, "Once upon");
+  EXPECT_EQ(r->stop.size(), 2u);
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":3})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({})"), "prompt");
+}
+
+TEST(CompletionRequestTest, NullCountsAsAbsent) {
+  absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":null,"stop":null,"n":null})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->max_tokens.has_value());
+  EXPECT_TRUE(r->stop.empty());
+}
+
+}  // namespace
+}  // namespace ringlm

@@ -1,0 +1,133 @@
+#include "api/generation_stream.h"
+
+#include <deque>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ringlm {
+
+// Where backend threads leave events for the HTTP thread.
+struct GenerationStream::Inbox {
+  absl::Mutex mu;
+  std::deque<GenerationEvent> events ABSL_GUARDED_BY(mu);
+};
+
+absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
+    GenerationBackend& backend, PrefixCache& cache, bool keep_session, Params params) {
+  PrefixCache::Lease lease = cache.Begin(params.prompt);
+  GenerationRequest request;
+  request.prompt = params.prompt;
+  request.sampling = params.sampling;
+  request.max_tokens = params.max_tokens;
+  request.reuse = lease.reuse();
+  request.keep_session = keep_session && !request.reuse.session_id.empty();
+  std::unique_ptr<GenerationStream> stream(
+      new GenerationStream(backend.tokenizer(), cache, std::move(params), std::move(lease)));
+  std::shared_ptr<Inbox> inbox = stream->inbox_;
+  absl::StatusOr<std::unique_ptr<GenerationHandle>> handle =
+      backend.Submit(std::move(request), [inbox](const GenerationEvent& event) {
+        absl::MutexLock lock(&inbox->mu);
+        inbox->events.push_back(event);
+      });
+  if (!handle.ok()) {
+    stream->cache_.Abandon(*stream->lease_);
+    stream->state_ = State::kFailed;
+    return handle.status();
+  }
+  stream->handle_ = *std::move(handle);
+  return stream;
+}
+
+GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache, Params params,
+                                   PrefixCache::Lease lease)
+    : tokenizer_(tokenizer),
+      cache_(cache),
+      prompt_(std::move(params.prompt)),
+      max_tokens_(params.max_tokens),
+      inbox_(std::make_shared<Inbox>()),
+      lease_(std::move(lease)),
+      decoder_(tokenizer),
+      stop_filter_(std::move(params.stop)) {}
+
+GenerationStream::~GenerationStream() {
+  if (!finished()) Cancel();
+}
+
+std::string GenerationStream::Poll(absl::Duration timeout) {
+  std::string out;
+  if (finished()) return out;
+  std::deque<GenerationEvent> events;
+  {
+    absl::MutexLock lock(&inbox_->mu);
+    auto has_events = [this]() ABSL_SHARED_LOCKS_REQUIRED(inbox_->mu) {
+      return !inbox_->events.empty();
+    };
+    inbox_->mu.AwaitWithTimeout(absl::Condition(&has_events), timeout);
+    events.swap(inbox_->events);
+  }
+  for (const GenerationEvent& event : events) {
+    if (finished()) break;
+    Apply(event, out);
+  }
+  return out;
+}
+
+void GenerationStream::Apply(const GenerationEvent& event, std::string& out) {
+  if (state_ == State::kQueued) {
+    state_ = State::kRunning;
+    cached_tokens_ = event.cached_tokens;
+  }
+  if (event.has_token) {
+    sampled_.push_back(event.token);
+    if (tokenizer_.IsEndOfGeneration(event.token)) return FinishDone("stop", out);
+    out += stop_filter_.Push(decoder_.Push(event.token));
+    if (stop_filter_.stopped()) return FinishDone("stop", out);
+    if (static_cast<int32_t>(sampled_.size()) >= max_tokens_) return FinishDone("length", out);
+  }
+  switch (event.finish) {
+    case FinishReason::kNone:
+      return;
+    case FinishReason::kStop:
+      return FinishDone("stop", out);
+    case FinishReason::kLength:
+      return FinishDone("length", out);
+    case FinishReason::kCancelled:
+      return FinishFailed(event.error.ok() ? absl::CancelledError("the request was cancelled")
+                                           : event.error);
+    case FinishReason::kError:
+      return FinishFailed(event.error.ok() ? absl::InternalError("the backend failed")
+                                           : event.error);
+  }
+}
+
+void GenerationStream::FinishDone(std::string_view reason, std::string& out) {
+  if (!stop_filter_.stopped()) {
+    out += stop_filter_.Push(decoder_.Flush());
+    out += stop_filter_.Finish();
+  }
+  state_ = State::kDone;
+  finish_reason_ = std::string(reason);
+  handle_.reset();  // cancels the request if it is still running (stop string)
+  std::vector<int32_t> kv_tokens = prompt_;
+  if (!sampled_.empty()) kv_tokens.insert(kv_tokens.end(), sampled_.begin(), sampled_.end() - 1);
+  cache_.End(*lease_, std::move(kv_tokens));
+}
+
+void GenerationStream::FinishFailed(absl::Status error) {
+  state_ = State::kFailed;
+  error_ = std::move(error);
+  handle_.reset();
+  cache_.Abandon(*lease_);
+}
+
+void GenerationStream::Cancel() {
+  if (finished()) return;
+  state_ = State::kCancelled;
+  if (handle_ != nullptr) handle_->Cancel();
+  handle_.reset();
+  cache_.Abandon(*lease_);
+}
+
+}  // namespace ringlm

@@ -1,0 +1,105 @@
+// One generation request as the HTTP side sees it: submitted to the backend,
+// read back as text, finished, and recorded in the prefix cache.
+#ifndef RINGLM_API_GENERATION_STREAM_H_
+#define RINGLM_API_GENERATION_STREAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/generation_backend.h"
+#include "api/prefix_cache.h"
+#include "api/stop_filter.h"
+#include "inference/tokenizer/tokenizer.h"
+
+namespace ringlm {
+
+// The request's state machine. Only the owning HTTP thread moves it; backend
+// threads only append events to an inbox that Poll drains.
+//
+//   kQueued ──first event──> kRunning ──EOS / stop string / finish event──> kDone
+//      │                        │
+//      ├──error event───────────┴──> kFailed
+//      └──Cancel() (client gone)────> kCancelled
+//
+// Entering a terminal state (kDone, kFailed, kCancelled) drops the backend
+// handle, which cancels the request if it still runs (after a stop string
+// matched, say), and settles the prefix-cache lease: kDone records the prompt
+// plus every sampled token but the last (the positions whose KV the stages
+// wrote); kFailed and kCancelled abandon the session.
+//
+// Not thread-safe: one HTTP thread owns it. The backend may call back after the
+// stream is gone; the inbox it writes to is shared and outlives both.
+class GenerationStream {
+ public:
+  enum class State { kQueued, kRunning, kDone, kFailed, kCancelled };
+
+  struct Params {
+    std::vector<int32_t> prompt;  // tokenized, non-empty, fits the context
+    SamplingParams sampling;      // validated
+    int32_t max_tokens = 16;      // >= 1
+    std::vector<std::string> stop;
+  };
+
+  // Takes a lease from `cache` and submits. On a Submit error the lease is
+  // abandoned and the backend's status returned. `backend` and `cache` must
+  // outlive the stream. keep_session asks the stages to keep the KV.
+  static absl::StatusOr<std::unique_ptr<GenerationStream>> Start(GenerationBackend& backend,
+                                                                 PrefixCache& cache,
+                                                                 bool keep_session,
+                                                                 Params params);
+  ~GenerationStream();
+
+  // Waits up to `timeout` for backend events (not at all once terminal),
+  // applies them, and returns the text that may be shown now: complete UTF-8,
+  // cut at a stop string, minus any tail that could start one. Often "".
+  std::string Poll(absl::Duration timeout);
+
+  // The client went away: drop the request. No-op once terminal.
+  void Cancel();
+
+  State state() const { return state_; }
+  bool finished() const { return state_ >= State::kDone; }
+  // kDone: "stop" (EOS or a stop string) or "length".
+  const std::string& finish_reason() const { return finish_reason_; }
+  // kFailed: why.
+  const absl::Status& error() const { return error_; }
+
+  uint32_t prompt_tokens() const { return static_cast<uint32_t>(prompt_.size()); }
+  uint32_t completion_tokens() const { return static_cast<uint32_t>(sampled_.size()); }
+  uint32_t cached_tokens() const { return cached_tokens_; }
+  const PrefixReuse& reuse() const { return lease_->reuse(); }
+
+ private:
+  struct Inbox;
+  GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache, Params params,
+                   PrefixCache::Lease lease);
+  // Applies one event; appends shown text to `out`.
+  void Apply(const GenerationEvent& event, std::string& out);
+  void FinishDone(std::string_view reason, std::string& out);
+  void FinishFailed(absl::Status error);
+
+  const Tokenizer& tokenizer_;
+  PrefixCache& cache_;
+  std::vector<int32_t> prompt_;
+  int32_t max_tokens_;
+  std::shared_ptr<Inbox> inbox_;
+  std::unique_ptr<GenerationHandle> handle_;
+  std::optional<PrefixCache::Lease> lease_;
+  StreamingDecoder decoder_;
+  StopFilter stop_filter_;
+  State state_ = State::kQueued;
+  std::vector<int32_t> sampled_;  // every sampled token, EOS included
+  uint32_t cached_tokens_ = 0;
+  std::string finish_reason_;
+  absl::Status error_;
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_API_GENERATION_STREAM_H_

@@ -1,0 +1,56 @@
+// The OpenAI wire format of responses: whole completions, stream chunks, SSE
+// framing, usage, ids. Pure functions over plain values; no HTTP, no backend.
+#ifndef RINGLM_API_OPENAI_FORMAT_H_
+#define RINGLM_API_OPENAI_FORMAT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+
+struct Usage {
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+  uint32_t cached_tokens = 0;
+};
+
+// What every response object of one request shares.
+struct ResponseMeta {
+  bool chat = true;  // chat.completion(.chunk) vs text_completion
+  std::string id;    // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;
+  std::string model;
+};
+
+// "chatcmpl-" or "cmpl-" followed by 24 random letters and digits.
+std::string NewCompletionId(bool chat);
+
+// {"prompt_tokens","completion_tokens","total_tokens",
+//  "prompt_tokens_details":{"cached_tokens"}}
+nlohmann::json UsageJson(const Usage& usage);
+
+// A whole (non-streamed) chat.completion or text_completion.
+nlohmann::json CompletionJson(const ResponseMeta& meta, std::string_view text,
+                              std::string_view finish_reason, const Usage& usage);
+
+// One chunk. Chat: the first chunk has role (with_role), content chunks have
+// text, the last has finish_reason and an empty delta. Text: choices[0].text.
+nlohmann::json ChunkJson(const ResponseMeta& meta, bool with_role, std::string_view text,
+                         std::optional<std::string_view> finish_reason);
+// The chunk after the last one when stream_options.include_usage: choices [].
+nlohmann::json UsageChunkJson(const ResponseMeta& meta, const Usage& usage);
+
+// "data: <json>\n\n"; invalid UTF-8 in strings is replaced, never thrown on.
+std::string SseFrame(const nlohmann::json& json);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+// json.dump() that never throws (invalid UTF-8 becomes U+FFFD).
+std::string DumpJson(const nlohmann::json& json);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_API_OPENAI_FORMAT_H_

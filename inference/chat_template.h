@@ -1,0 +1,70 @@
+// Chat templates: turning an OpenAI-style message list into the prompt text a
+// model was trained on. Like llama.cpp's llm_chat_apply_template this is not a
+// Jinja interpreter: the GGUF's `tokenizer.chat_template` is matched against a
+// few well-known formats by distinctive markers, and each format is rendered by
+// hand-written code that gives the same text llama.cpp does.
+//
+// BOS is never part of the rendered text: the tokenizer adds it (add_bos), as
+// llama.cpp's server does, so a prompt never starts with two BOS tokens.
+// End-of-turn markers such as "</s>", "<|eot_id|>" and "<|im_end|>" do appear
+// as text; tokenize the result with parse_special = true to turn them into
+// their control tokens.
+#ifndef RINGLM_INFERENCE_CHAT_TEMPLATE_H_
+#define RINGLM_INFERENCE_CHAT_TEMPLATE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ringlm {
+
+enum class ChatFormat {
+  kLlama2,   // "[INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST]" (llama.cpp "llama2-sys")
+  kLlama3,   // "<|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>"
+  kChatML,   // "<|im_start|>role\n...<|im_end|>\n"
+  kMistral,  // "[INST] ... [/INST]" without <<SYS>> (llama.cpp "llama2")
+  kZephyr,   // "<|role|>\n...<|endoftext|>\n"
+  kPlain,    // no template: a plain "User: / Assistant:" transcript
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+// Picks the format of a Jinja chat template by its distinctive markers, checked
+// in this order: "<|start_header_id|>" -> kLlama3, "<|im_start|>" -> kChatML,
+// "[INST]" with "<<SYS>>" -> kLlama2, "[INST]" alone -> kMistral, "<|user|>" ->
+// kZephyr. Anything else (including an empty template) is kPlain.
+ChatFormat DetectChatFormat(std::string_view jinja_template);
+
+// "llama2", "llama3", "chatml", "mistral", "zephyr" or "plain".
+std::string FormatName(ChatFormat format);
+
+// Renders `messages` in `format`. With `add_generation_prompt`, appends the
+// opening of an assistant turn so the model continues with the reply (formats
+// whose user turn already ends in the assistant's cue, llama2 and mistral,
+// append nothing).
+//
+// kPlain renders
+//   <system content>\n\n                (each system message)
+//   User: <content>\n                   (each user message)
+//   Assistant: <content>\n              (each assistant message)
+//   Assistant:                          (the generation prompt)
+// The assistant line is "Assistant:" + content when content starts with
+// whitespace (as a model's reply to "Assistant:" usually does), else
+// "Assistant: " + content. So the prompt of turn N+1 starts with the exact text
+// of turn N's prompt, and with its reply too when the client sends the reply
+// back verbatim: appending a turn only appends text, which keeps the token
+// prefix cache effective.
+//
+// Errors: InvalidArgument for a role other than system/user/assistant (the
+// message names the index) or an empty message list.
+absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
+                                       bool add_generation_prompt);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_CHAT_TEMPLATE_H_
