@@ -108,6 +108,8 @@ constexpr bool IsComputeSupported(TensorType type) {
     case TensorType::kBF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K:
       return true;
     default:
       return false;

@@ -1,7 +1,8 @@
-// Fast MatMul. The numerics are specified by matmul.h and written out plainly
-// in matmul_reference.cc; this file computes the same bits with loops the
-// compiler can vectorize (fixed-size lane arrays, no per-call allocation).
-// Hot: the Dot* functions run rows x n_tokens times per call.
+// MatMul: converts activations, splits rows over the pool and calls the
+// per-target SIMD kernels (matmul_simd.cc). The numerics are specified by
+// matmul.h and written out plainly in matmul_reference.cc. This file also
+// holds DotOneScalar, the portable fallback for targets without FMA (it uses
+// std::fma, a libm call there: correct but slow).
 #include "inference/ops/matmul.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "inference/ops/fp16.h"
+#include "inference/ops/matmul_internal.h"
 #include "inference/ops/quant.h"
 
 namespace ringlm {
@@ -19,14 +21,6 @@ namespace {
 // Rows per tile when a batch has several tokens: one tile of weights is reused
 // for every token while it is hot in cache.
 constexpr int64_t kRowTile = 16;
-
-template <int kLanes>
-inline float ReduceLanes(float* v) {
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int i = 0; i < width; ++i) v[i] = v[i] + v[i + width];
-  }
-  return v[0];
-}
 
 // Loads weight element k of a float-like row as f32 (exact).
 struct LoadF32 {
@@ -131,46 +125,113 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
-// Activations converted to the vec_dot_type, once per call. Float-like types
-// keep one rounded f32 per value; quantized types keep Q8_0 blocks.
-struct ConvertedActivations {
-  const float* floats = nullptr;      // n_tokens x cols
-  const BlockQ8_0* blocks = nullptr;  // n_tokens x cols/32
-};
+// Q4_K weights x Q8_K activations (ggml_vec_dot_q4_K_q8_K, AVX2 order): per
+// super-block, 8 exact integer lane sums (lane = (position % 32) / 4) scaled
+// by d and FMA-accumulated; the mins go to 4 lanes; result = halving sum of
+// the 8 lanes + ((m0 + m2) + (m1 + m3)).
+float DotQ4_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  float acc_m[4] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = x[b].d * Fp16ToFp32(w[b].d);
+    const float dmin = -x[b].d * Fp16ToFp32(w[b].dmin);
+    int32_t sumi[8] = {};
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) Q4_KScaleMin(j, w[b].scales, &sc[j], &m[j]);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t q = w[b].qs[32 * c + l];
+        sumi[l / 4] += sc[2 * c] * (q & 0xF) * x[b].qs[64 * c + l];
+        sumi[l / 4] += sc[2 * c + 1] * (q >> 4) * x[b].qs[64 * c + 32 + l];
+      }
+    }
+    for (int k = 0; k < 4; ++k) {
+      const int32_t prod = m[2 * k] * (x[b].bsums[4 * k] + x[b].bsums[4 * k + 1]) +
+                           m[2 * k + 1] * (x[b].bsums[4 * k + 2] + x[b].bsums[4 * k + 3]);
+      acc_m[k] = std::fma(dmin, static_cast<float>(prod), acc_m[k]);
+    }
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(sumi[lane]), acc[lane]);
+    }
+  }
+  return ReduceLanes<8>(acc) + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+}
 
-// One output element.
-float DotOne(TensorType type, DotOrder order, const void* w, int64_t r, int64_t cols,
-             const ConvertedActivations& act, int64_t t) {
-  switch (type) {
+// Q6_K weights x Q8_K activations (ggml_vec_dot_q6_K_q8_K, AVX2 order).
+float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = x[b].d * Fp16ToFp32(w[b].d);
+    int32_t sumi[8] = {};
+    for (int c = 0; c < 2; ++c) {
+      const uint8_t* ql = w[b].ql + 64 * c;
+      const uint8_t* qh = w[b].qh + 32 * c;
+      const int8_t* sc = w[b].scales + 8 * c;
+      const int8_t* q8 = x[b].qs + 128 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        const int is = l / 16;
+        sumi[l / 4] += sc[is] * q1 * q8[l] + sc[is + 2] * q2 * q8[l + 32] +
+                       sc[is + 4] * q3 * q8[l + 64] + sc[is + 6] * q4 * q8[l + 96];
+      }
+    }
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(sumi[lane]), acc[lane]);
+    }
+  }
+  return ReduceLanes<8>(acc);
+}
+
+}  // namespace
+
+float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
+  const int64_t cols = job.cols;
+  const void* row = job.w + r * job.row_bytes;
+  const DotOrder order = job.order;
+  switch (job.type) {
     case TensorType::kF32: {
-      const LoadF32 load{static_cast<const float*>(w) + r * cols};
-      const float* x = act.floats + t * cols;
+      const LoadF32 load{static_cast<const float*>(row)};
+      const float* x = job.x_floats + t * cols;
       return order == DotOrder::kTiled ? DotTiled(load, x, cols) : DotVecDot(load, x, cols);
     }
     case TensorType::kF16: {
-      const LoadF16 load{static_cast<const uint16_t*>(w) + r * cols};
-      const float* x = act.floats + t * cols;
+      const LoadF16 load{static_cast<const uint16_t*>(row)};
+      const float* x = job.x_floats + t * cols;
       return order == DotOrder::kTiled ? DotTiled(load, x, cols) : DotVecDot(load, x, cols);
     }
     case TensorType::kBF16: {
-      const LoadBf16 load{static_cast<const uint16_t*>(w) + r * cols};
-      const float* x = act.floats + t * cols;
+      const LoadBf16 load{static_cast<const uint16_t*>(row)};
+      const float* x = job.x_floats + t * cols;
       return order == DotOrder::kTiled ? DotTiled(load, x, cols) : DotVecDotBf16(load, x, cols);
     }
     case TensorType::kQ8_0: {
       const int64_t nb = cols / kQ8_0BlockSize;
-      return DotQ8_0(static_cast<const BlockQ8_0*>(w) + r * nb, act.blocks + t * nb, nb);
+      return DotQ8_0(static_cast<const BlockQ8_0*>(row), job.x_q8_0 + t * nb, nb);
     }
     case TensorType::kQ4_0: {
       const int64_t nb = cols / kQ4_0BlockSize;
-      return DotQ4_0(static_cast<const BlockQ4_0*>(w) + r * nb, act.blocks + t * nb, nb);
+      return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kQ4_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ4_K(static_cast<const BlockQ4_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    case TensorType::kQ6_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ6_K(static_cast<const BlockQ6_K*>(row), job.x_q8_k + t * nb, nb);
     }
     default:
       return 0.0f;
   }
 }
 
-void RunParallel(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+namespace {
+
+template <typename Fn>
+void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
   if (pool == nullptr) {
     if (n > 0) fn(0, n);
   } else {
@@ -189,11 +250,19 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   // Scratch for converted activations, reused across calls on this thread.
   thread_local std::vector<float> float_scratch;
   thread_local std::vector<BlockQ8_0> block_scratch;
+  thread_local std::vector<BlockQ8_K> kblock_scratch;
 
-  ConvertedActivations act;
+  DotJob job;
+  job.type = type;
+  job.order = MatMulDotOrder(type, rows, cols, n_tokens);
+  job.w = static_cast<const uint8_t*>(w);
+  job.row_bytes = RowBytes(type, cols);
+  job.rows = rows;
+  job.cols = cols;
+  job.y = y;
   switch (type) {
     case TensorType::kF32:
-      act.floats = x;
+      job.x_floats = x;
       break;
     case TensorType::kF16:
     case TensorType::kBF16: {
@@ -206,7 +275,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
           dst[i] = f16 ? Fp16ToFp32(Fp32ToFp16(x[i])) : Bf16ToFp32(Fp32ToBf16(x[i]));
         }
       });
-      act.floats = dst;
+      job.x_floats = dst;
       break;
     }
     case TensorType::kQ8_0:
@@ -220,23 +289,31 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
           QuantizeRowQ8_0Activations(x + t * cols, dst + t * nb, cols);
         }
       });
-      act.blocks = dst;
+      job.x_q8_0 = dst;
+      break;
+    }
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K: {
+      const int64_t nb = cols / kQK_K;
+      const size_t needed = static_cast<size_t>(n_tokens * nb);
+      if (kblock_scratch.size() < needed) kblock_scratch.resize(needed);
+      BlockQ8_K* dst = kblock_scratch.data();
+      RunParallel(pool, n_tokens, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) QuantizeRowQ8_K(x + t * cols, dst + t * nb, cols);
+      });
+      job.x_q8_k = dst;
       break;
     }
     default:
       return;
   }
 
-  const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
   // Each worker takes a contiguous range of output rows; within it, a tile of
-  // kRowTile weight rows is applied to every token before moving on.
+  // kRowTile weight rows is applied to every token before moving on, so each
+  // weight row is read from memory once per call.
   RunParallel(pool, rows, [&](int64_t row_begin, int64_t row_end) {
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
-      const int64_t r1 = std::min(row_end, r0 + kRowTile);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        float* y_row = y + t * rows;
-        for (int64_t r = r0; r < r1; ++r) y_row[r] = DotOne(type, order, w, r, cols, act, t);
-      }
+      DotRows(job, r0, std::min(row_end, r0 + kRowTile), 0, n_tokens);
     }
   });
 }

@@ -15,6 +15,12 @@
 //   - Q8_0/Q4_0 dots: per block, 8 exact integer partial sums (4 products
 //     each) are scaled by d_w*d_x (one float product) and FMA-accumulated in 8
 //     float lanes; the lanes are reduced by halving. Both orders agree.
+//   - Q4_K/Q6_K weights quantize x to Q8_K (QuantizeRowQ8_K) and follow
+//     ggml_vec_dot_q{4,6}_K_q8_K's AVX2 code: per 256-value super-block, 8
+//     exact integer lane sums (lane = (position % 32) / 4) are FMA-scaled by
+//     d_x*d_w into 8 float lanes, reduced by halving; Q4_K adds its mins
+//     term, kept in 4 lanes ((m0 + m2) + (m1 + m3)), at the end. Both orders
+//     agree.
 // Single-threaded and multi-threaded results are bit-identical.
 #ifndef RINGLM_INFERENCE_OPS_MATMUL_H_
 #define RINGLM_INFERENCE_OPS_MATMUL_H_

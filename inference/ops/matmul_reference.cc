@@ -101,6 +101,81 @@ float QuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const v
   return ReduceByHalving(acc);
 }
 
+// Q4_K x Q8_K or Q6_K x Q8_K: `wq` holds the weight's integer values (Q4_K:
+// 0..15, Q6_K: -32..31), `wsc` the integer scale of each value's sub-block.
+// Per super-block, each lane (position % 32) / 4 sums its integer products
+// exactly, then lane = fma(d, lane_sum, lane) with d = x.d * w.d.
+std::vector<float> KQuantLanes(const std::vector<int>& wq, const std::vector<int>& wsc,
+                               const std::vector<float>& wd, const BlockQ8_K* xb, int64_t cols) {
+  std::vector<float> acc(8, 0.0f);
+  for (int64_t b = 0; b < cols / kQK_K; ++b) {
+    std::vector<int64_t> lane_sum(8, 0);
+    for (int64_t p = 0; p < kQK_K; ++p) {
+      const int64_t i = b * kQK_K + p;
+      lane_sum[(p % 32) / 4] += static_cast<int64_t>(wsc[i]) * wq[i] * xb[b].qs[p];
+    }
+    const float d = xb[b].d * wd[b];
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(lane_sum[lane]), acc[lane]);
+    }
+  }
+  return acc;
+}
+
+float KQuantDot(TensorType type, const void* row, const float* x, int64_t cols) {
+  const int64_t nb = cols / kQK_K;
+  std::vector<BlockQ8_K> xq(nb);
+  QuantizeRowQ8_K(x, xq.data(), cols);
+  std::vector<int> wq(cols), wsc(cols);
+  std::vector<float> wd(nb);
+  if (type == TensorType::kQ6_K) {
+    const auto* blk = static_cast<const BlockQ6_K*>(row);
+    for (int64_t b = 0; b < nb; ++b) {
+      wd[b] = Fp16ToFp32(blk[b].d);
+      for (int64_t p = 0; p < kQK_K; ++p) {
+        const int64_t half = p / 128, r = p % 128, group = r / 32, l = r % 32;
+        const uint8_t low_byte = blk[b].ql[64 * half + 32 * (group & 1) + l];
+        const int low = group < 2 ? (low_byte & 0xF) : (low_byte >> 4);
+        const int high = (blk[b].qh[32 * half + l] >> (2 * group)) & 3;
+        wq[b * kQK_K + p] = (low | (high << 4)) - 32;
+        wsc[b * kQK_K + p] = blk[b].scales[p / 16];
+      }
+    }
+    return ReduceByHalving(KQuantLanes(wq, wsc, wd, xq.data(), cols));
+  }
+  // Q4_K: the mins term is sum_j m_j * dmin * sum(x in sub-block j), kept in
+  // 4 lanes (sub-blocks 2k and 2k+1 in lane k) and added after the 8 lanes.
+  const auto* blk = static_cast<const BlockQ4_K*>(row);
+  std::vector<float> acc_m(4, 0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    wd[b] = Fp16ToFp32(blk[b].d);
+    int sc[8], m[8];
+    for (int j = 0; j < 8; ++j) {
+      uint8_t s8, m8;
+      Q4_KScaleMin(j, blk[b].scales, &s8, &m8);
+      sc[j] = s8;
+      m[j] = m8;
+    }
+    for (int64_t p = 0; p < kQK_K; ++p) {
+      const uint8_t byte = blk[b].qs[32 * (p / 64) + p % 32];
+      wq[b * kQK_K + p] = (p % 64) < 32 ? (byte & 0xF) : (byte >> 4);
+      wsc[b * kQK_K + p] = sc[p / 32];
+    }
+    const float dmin = -xq[b].d * Fp16ToFp32(blk[b].dmin);
+    for (int k = 0; k < 4; ++k) {
+      int32_t prod = 0;
+      for (int j = 2 * k; j < 2 * k + 2; ++j) {
+        int32_t sub_sum = 0;
+        for (int p = 32 * j; p < 32 * j + 32; ++p) sub_sum += xq[b].qs[p];
+        prod += m[j] * sub_sum;
+      }
+      acc_m[k] = std::fma(dmin, static_cast<float>(prod), acc_m[k]);
+    }
+  }
+  const float lanes = ReduceByHalving(KQuantLanes(wq, wsc, wd, xq.data(), cols));
+  return lanes + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+}
+
 }  // namespace
 
 DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens) {
@@ -157,6 +232,9 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
       }
       return QuantDot(wq, wd, xq.data(), cols);
     }
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K:
+      return KQuantDot(type, row, x, cols);
     default:
       return 0.0f;
   }

@@ -8,43 +8,24 @@
 #include <random>
 #include <vector>
 
+#include "hwy/targets.h"
 #include "inference/ops/fp16.h"
 #include "inference/ops/quant.h"
 
 namespace ringlm {
 namespace {
 
-constexpr TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                                 TensorType::kQ8_0, TensorType::kQ4_0};
+constexpr TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                                 TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K,
+                                 TensorType::kQ6_K};
 
 // Weights of `type` made from floats, row by row.
 std::vector<uint8_t> MakeWeights(TensorType type, const std::vector<float>& w, int64_t rows,
                                  int64_t cols) {
-  const auto traits = TraitsOf(type);
-  const size_t row_bytes = cols / traits.block_size * traits.block_bytes;
+  const size_t row_bytes = RowBytes(type, cols);
   std::vector<uint8_t> out(row_bytes * rows);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* src = w.data() + r * cols;
-    void* dst = out.data() + r * row_bytes;
-    switch (type) {
-      case TensorType::kF32:
-        std::memcpy(dst, src, row_bytes);
-        break;
-      case TensorType::kF16:
-        Fp32ToFp16Row(src, static_cast<uint16_t*>(dst), cols);
-        break;
-      case TensorType::kBF16:
-        Fp32ToBf16Row(src, static_cast<uint16_t*>(dst), cols);
-        break;
-      case TensorType::kQ8_0:
-        QuantizeRowQ8_0(src, dst, cols);
-        break;
-      case TensorType::kQ4_0:
-        QuantizeRowQ4_0(src, dst, cols);
-        break;
-      default:
-        ADD_FAILURE();
-    }
+    QuantizeRow(type, w.data() + r * cols, out.data() + r * row_bytes, cols);
   }
   return out;
 }
@@ -71,6 +52,10 @@ std::pair<double, double> ExactDot(TensorType type, const void* row, const float
     std::vector<BlockQ8_0> q(cols / 32);
     QuantizeRowQ8_0Activations(x, q.data(), cols);
     DequantizeRow(TensorType::kQ8_0, q.data(), xs.data(), cols);
+  } else if (type == TensorType::kQ4_K || type == TensorType::kQ6_K) {
+    std::vector<BlockQ8_K> q(cols / kQK_K);
+    QuantizeRowQ8_K(x, q.data(), cols);
+    for (int64_t i = 0; i < cols; ++i) xs[i] = q[i / kQK_K].d * q[i / kQK_K].qs[i % kQK_K];
   }
   double dot = 0.0;
   double mag = 0.0;
@@ -86,7 +71,8 @@ TEST(MatMulTest, MatchesReferenceBitForBitOnAwkwardShapes) {
   ThreadPool pool3(3);
   for (TensorType type : kTypes) {
     for (int64_t rows : {1, 3, 7, 33, 130}) {
-      for (int64_t cols : {32, 64, 96, 160, 4096}) {
+      for (int64_t cols : {32, 64, 96, 160, 256, 768, 4096}) {
+        if (cols % TraitsOf(type).block_size != 0) continue;
         const std::vector<float> wf = RandomVector(rows * cols, rng);
         const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
         const size_t row_bytes = w.size() / rows;
@@ -118,6 +104,41 @@ TEST(MatMulTest, MatchesReferenceBitForBitOnAwkwardShapes) {
       }
     }
   }
+}
+
+// Every compiled SIMD target (AVX-512, AVX2, and the scalar fallback here)
+// must give the reference bits: the lane layouts are width-independent.
+TEST(MatMulTest, EveryCompiledTargetMatchesReference) {
+  std::mt19937 rng(5);
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (TensorType type : kTypes) {
+      for (int64_t cols : {96, 256, 1280}) {
+        if (cols % TraitsOf(type).block_size != 0) continue;
+        const int64_t rows = 12;
+        const std::vector<float> wf = RandomVector(rows * cols, rng);
+        const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
+        for (int64_t n_tokens : {1, 3}) {
+          const std::vector<float> x = RandomVector(n_tokens * cols, rng);
+          std::vector<float> y(n_tokens * rows, NAN);
+          MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), nullptr);
+          const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
+                                                x.data() + t * cols, cols, order);
+              ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
+                  << hwy::TargetName(target) << " " << TraitsOf(type).name << " cols=" << cols
+                  << " t=" << t << " r=" << r;
+            }
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(MatMulTest, DispatchFollowsGgml) {

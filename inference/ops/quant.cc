@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "inference/ops/fp16.h"
+#include "inference/ops/kquant_internal.h"
 
 namespace ringlm {
 
@@ -74,6 +75,40 @@ void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n) {
   }
 }
 
+size_t RowBytes(TensorType type, int64_t n) {
+  const TensorTypeTraits traits = TraitsOf(type);
+  assert(n % traits.block_size == 0);
+  return static_cast<size_t>(n / traits.block_size) * traits.block_bytes;
+}
+
+void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n) {
+  switch (type) {
+    case TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case TensorType::kF16:
+      Fp32ToFp16Row(src, static_cast<uint16_t*>(dst), n);
+      return;
+    case TensorType::kBF16:
+      Fp32ToBf16Row(src, static_cast<uint16_t*>(dst), n);
+      return;
+    case TensorType::kQ8_0:
+      QuantizeRowQ8_0(src, dst, n);
+      return;
+    case TensorType::kQ4_0:
+      QuantizeRowQ4_0(src, dst, n);
+      return;
+    case TensorType::kQ4_K:
+      QuantizeRowQ4_K(src, dst, n);
+      return;
+    case TensorType::kQ6_K:
+      QuantizeRowQ6_K(src, dst, n);
+      return;
+    default:
+      assert(false && "QuantizeRow: unsupported type");
+  }
+}
+
 void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
   switch (type) {
     case TensorType::kF32:
@@ -109,6 +144,12 @@ void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case TensorType::kQ4_K:
+      DequantizeRowQ4_K(src, dst, n);
+      return;
+    case TensorType::kQ6_K:
+      DequantizeRowQ6_K(src, dst, n);
+      return;
     default:
       assert(false && "DequantizeRow: unsupported type");
   }

@@ -1,13 +1,14 @@
-// Block-quantized formats Q8_0 and Q4_0 (ggml layouts), their quantizers and
-// row dequantization for every compute-supported type.
+// Block-quantized formats Q8_0, Q4_0, Q4_K, Q6_K and Q8_K (ggml layouts),
+// their quantizers and row dequantization for every compute-supported type.
 //
 // Contract: functions are pure and thread-safe. Preconditions (not checked in
 // release builds): `n` is a multiple of the type's block size (32 for Q8_0 and
-// Q4_0, 1 for F32/F16/BF16); buffers hold the full row and do not overlap;
+// Q4_0, 256 for K-quants, 1 for F32/F16/BF16); buffers hold the full row and do not overlap;
 // inputs are finite.
 #ifndef RINGLM_INFERENCE_OPS_QUANT_H_
 #define RINGLM_INFERENCE_OPS_QUANT_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "inference/tensor_type.h"
@@ -32,6 +33,61 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "BlockQ4_0 must match ggml's block_q4_0");
 
+// K-quants: super-blocks of 256 values (ggml's QK_K).
+inline constexpr int64_t kQK_K = 256;
+
+// 8 sub-blocks of 32: value = d * sc[j] * q - dmin * m[j], q in [0, 15];
+// the 6-bit sc/m are packed in `scales` (ggml's get_scale_min_k4). qs[32c + l]
+// holds value 64c + l in its low nibble and 64c + 32 + l in its high nibble.
+struct BlockQ4_K {
+  uint16_t d;     // f16 scale of the sub-block scales
+  uint16_t dmin;  // f16 scale of the sub-block mins
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "BlockQ4_K must match ggml's block_q4_K");
+
+// 16 sub-blocks of 16: value = d * scales[j] * (q - 32), q 6 bits: low 4 in
+// ql, high 2 in qh (ggml's block_q6_K bit layout).
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;  // f16
+};
+static_assert(sizeof(BlockQ6_K) == 210, "BlockQ6_K must match ggml's block_q6_K");
+
+// Activations for K-quant dot products: value = d * qs[j]; bsums[i] is the
+// sum of qs[16i .. 16i + 15].
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+static_assert(sizeof(BlockQ8_K) == 292, "BlockQ8_K must match ggml's block_q8_K");
+
+// ggml's quantize_row_q4_K_ref / quantize_row_q6_K_ref (llama-quantize
+// without an importance matrix). Precondition: n % 256 == 0.
+void QuantizeRowQ4_K(const float* x, void* dst, int64_t n);
+void QuantizeRowQ6_K(const float* x, void* dst, int64_t n);
+
+// ggml's quantize_row_q8_K_ref, which ggml-cpu also uses for activations on
+// x86: iscale = -127 / max (max = value of largest magnitude), q =
+// min(127, nearest_int(iscale * x)) (ties to even), d = 1 / iscale.
+// Precondition: n % 256 == 0.
+void QuantizeRowQ8_K(const float* x, void* dst, int64_t n);
+
+// Unpacks sub-block j's 6-bit scale and min from BlockQ4_K::scales.
+inline void Q4_KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
 // ggml's quantize_row_q8_0_ref (what llama-quantize writes into a GGUF):
 // d = amax / 127, q = roundf(x * (1 / d)) (ties away from zero).
 void QuantizeRowQ8_0(const float* x, void* dst, int64_t n);
@@ -45,6 +101,18 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n);
 // d = amax / 127.f, q = nearbyint(x * (127.f / amax)) (ties to even).
 // MatMul uses this for Q8_0 and Q4_0 weights.
 void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n);
+
+// Bytes taken by a row of `n` values of `type` (n / block_size * block_bytes).
+// Precondition: `type` is a TensorType enumerator; n is a multiple of its
+// block size.
+size_t RowBytes(TensorType type, int64_t n);
+
+// Writes one row of `n` floats as `type`, with the reference quantizer that
+// llama-quantize uses for weights (F32: copy; F16/BF16: round to nearest
+// even; Q8_0/Q4_0: QuantizeRowQ8_0/QuantizeRowQ4_0; K-quants as they land).
+// `dst` must hold RowBytes(type, n) bytes.
+// Precondition: IsComputeSupported(type); n is a multiple of the block size.
+void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n);
 
 // Expands one row of `n` values of `type` into floats, as ggml's to_float.
 // Precondition: IsComputeSupported(type).

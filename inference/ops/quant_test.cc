@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -149,6 +150,48 @@ TEST(QuantTest, DequantizeFloatTypes) {
   DequantizeRow(TensorType::kBF16, h.data(), y.data(), 4);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y[i], Bf16ToFp32(h[i]));
   EXPECT_EQ(y[0], 1.0f);
+}
+
+TEST(QuantTest, RowBytesPerType) {
+  EXPECT_EQ(RowBytes(TensorType::kF32, 7), 28u);
+  EXPECT_EQ(RowBytes(TensorType::kF16, 7), 14u);
+  EXPECT_EQ(RowBytes(TensorType::kBF16, 3), 6u);
+  EXPECT_EQ(RowBytes(TensorType::kQ8_0, 96), 3u * 34u);
+  EXPECT_EQ(RowBytes(TensorType::kQ4_0, 64), 2u * 18u);
+  EXPECT_EQ(RowBytes(TensorType::kQ8_0, 0), 0u);
+}
+
+// QuantizeRow dispatches to the per-type reference quantizers.
+TEST(QuantTest, QuantizeRowMatchesPerTypeQuantizers) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int64_t n = 96;
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(rng);
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                          TensorType::kQ4_0}) {
+    std::vector<uint8_t> got(RowBytes(type, n), 0xAB);
+    std::vector<uint8_t> want(RowBytes(type, n), 0xCD);
+    QuantizeRow(type, x.data(), got.data(), n);
+    switch (type) {
+      case TensorType::kF32:
+        std::memcpy(want.data(), x.data(), want.size());
+        break;
+      case TensorType::kF16:
+        Fp32ToFp16Row(x.data(), reinterpret_cast<uint16_t*>(want.data()), n);
+        break;
+      case TensorType::kBF16:
+        Fp32ToBf16Row(x.data(), reinterpret_cast<uint16_t*>(want.data()), n);
+        break;
+      case TensorType::kQ8_0:
+        QuantizeRowQ8_0(x.data(), want.data(), n);
+        break;
+      default:
+        QuantizeRowQ4_0(x.data(), want.data(), n);
+        break;
+    }
+    EXPECT_EQ(got, want) << TraitsOf(type).name;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +13,15 @@
 
 namespace ringlm {
 namespace {
+
+// A hint to the CPU that we are spinning.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 // [begin, end) of chunk `c` out of `chunks` over [0, n).
 std::pair<int64_t, int64_t> ChunkBounds(int64_t n, int chunks, int c) {
@@ -30,58 +40,69 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 ThreadPool::~ThreadPool() {
   {
     absl::MutexLock lock(&mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) {
+void ThreadPool::ParallelForImpl(int64_t n, Call call, void* ctx) {
   if (n <= 0) return;
   absl::MutexLock call_lock(&call_mu_);
   const int chunks = static_cast<int>(std::min<int64_t>(n, n_threads_));
   if (chunks == 1) {
-    fn(0, n);
+    call(ctx, 0, n);
     return;
   }
+  job_call_ = call;
+  job_ctx_ = ctx;
+  job_n_ = n;
+  job_chunks_ = chunks;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
-    absl::MutexLock lock(&mu_);
-    job_fn_ = &fn;
-    job_n_ = n;
-    job_chunks_ = chunks;
-    pending_ = chunks - 1;
-    ++generation_;
+    absl::MutexLock lock(&mu_);  // wakes sleeping workers on unlock
+    generation_.fetch_add(1, std::memory_order_release);
   }
   const auto [begin, end] = ChunkBounds(n, chunks, 0);
-  fn(begin, end);
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* pending) { return *pending == 0; }, &pending_));
-  job_fn_ = nullptr;
+  call(ctx, begin, end);
+  // Workers finish about when we do: spin, yielding now and then in case a
+  // worker was descheduled.
+  for (uint32_t spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if ((spins & 1023u) == 1023u) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
 }
 
 void ThreadPool::WorkerLoop(int worker_index) {
   uint64_t seen = 0;
   while (true) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t n;
-    int chunks;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [&]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || generation_ != seen; };
-      mu_.Await(absl::Condition(&ready));
-      if (stop_) return;
-      seen = generation_;
-      fn = job_fn_;
-      n = job_n_;
-      chunks = job_chunks_;
+    // Spin briefly for the next job, then sleep.
+    const auto spin_until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (uint32_t spins = 0; gen == seen && !stop_.load(std::memory_order_acquire); ++spins) {
+      if ((spins & 255u) == 255u && std::chrono::steady_clock::now() > spin_until) {
+        absl::MutexLock lock(&mu_);
+        auto ready = [&] {
+          return stop_.load(std::memory_order_acquire) ||
+                 generation_.load(std::memory_order_acquire) != seen;
+        };
+        mu_.Await(absl::Condition(&ready));
+      } else {
+        CpuRelax();
+      }
+      gen = generation_.load(std::memory_order_acquire);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = gen;
     const int chunk = worker_index + 1;  // chunk 0 belongs to the caller
-    if (chunk >= chunks) continue;       // fewer chunks than threads this time
-    const auto [begin, end] = ChunkBounds(n, chunks, chunk);
-    (*fn)(begin, end);
-    absl::MutexLock lock(&mu_);
-    --pending_;
+    if (chunk < job_chunks_) {
+      const auto [begin, end] = ChunkBounds(job_n_, job_chunks_, chunk);
+      job_call_(job_ctx_, begin, end);
+    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

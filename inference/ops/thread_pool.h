@@ -8,12 +8,20 @@
 // to completion with all workers). `fn` must not call ParallelFor on the same
 // pool (that would deadlock) and must not throw.
 // Kernels take a `ThreadPool*`; nullptr means "run inline on the caller".
+//
+// Cost: decode calls ParallelFor several times per layer per token, so a call
+// is cheap: workers spin for a short while (kSpinMicros) after each job
+// before sleeping on a mutex, the caller spins while waiting for them, and
+// the template overload passes `fn` by pointer (no std::function and no
+// allocation). Spinning burns a core for up to kSpinMicros after each call.
 #ifndef RINGLM_INFERENCE_OPS_THREAD_POOL_H_
 #define RINGLM_INFERENCE_OPS_THREAD_POOL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,9 +45,30 @@ class ThreadPool {
   // fn(begin, end) once per chunk (chunk 0 on the calling thread, the others on
   // workers) and returns when all have finished. n <= 0 does nothing; with
   // one thread or n == 1 it runs fn(0, n) inline.
-  void ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+  void ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) {
+    ParallelForImpl(n, &CallStdFunction, const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Same, for any callable fn(int64_t begin, int64_t end), without wrapping
+  // it in a std::function.
+  template <typename Fn, typename = std::enable_if_t<!std::is_same_v<
+                             std::decay_t<Fn>, std::function<void(int64_t, int64_t)>>>>
+  void ParallelFor(int64_t n, Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    ParallelForImpl(
+        n, [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); },
+        const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // How long an idle worker spins before it sleeps.
+  static constexpr int kSpinMicros = 200;
 
  private:
+  using Call = void (*)(void* ctx, int64_t begin, int64_t end);
+  static void CallStdFunction(void* ctx, int64_t begin, int64_t end) {
+    (*static_cast<const std::function<void(int64_t, int64_t)>*>(ctx))(begin, end);
+  }
+  void ParallelForImpl(int64_t n, Call call, void* ctx);
   void WorkerLoop(int worker_index);
 
   const int n_threads_;
@@ -47,13 +76,21 @@ class ThreadPool {
 
   absl::Mutex call_mu_;  // serializes ParallelFor callers
 
+  // The current job. Written by the caller (holding call_mu_) before it
+  // bumps generation_ (release); read by workers after they see the bump
+  // (acquire). Every worker acknowledges every job through pending_, so the
+  // job is never rewritten while a worker may still read it.
+  Call job_call_ = nullptr;
+  void* job_ctx_ = nullptr;
+  int64_t job_n_ = 0;
+  int job_chunks_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers that have not finished this job
+  std::atomic<bool> stop_{false};
+
+  // Sleeping workers wait on mu_ for generation_ or stop_ to change; writers
+  // of those change them while holding mu_, so the waiters are re-checked.
   absl::Mutex mu_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped once per job
-  const std::function<void(int64_t, int64_t)>* job_fn_ ABSL_GUARDED_BY(mu_) = nullptr;
-  int64_t job_n_ ABSL_GUARDED_BY(mu_) = 0;
-  int job_chunks_ ABSL_GUARDED_BY(mu_) = 0;
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // worker chunks not yet finished
 };
 
 // Number of physical cores this process may run on (SMT siblings counted

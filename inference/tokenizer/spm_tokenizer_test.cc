@@ -300,8 +300,10 @@ TEST(SpmTokenizerCreateTest, RejectsMalformedVocabularies) {
        absl::StatusCode::kInvalidArgument, "invalid token type 9"},
       {"nan score", [](Vocabulary& v) { v.scores[3] = std::nanf(""); },
        absl::StatusCode::kInvalidArgument, "score of token 3 is NaN"},
-      {"gpt2", [](Vocabulary& v) { v.model = "gpt2"; }, absl::StatusCode::kUnimplemented,
-       "\"gpt2\" is not implemented"},
+      {"bert", [](Vocabulary& v) { v.model = "bert"; }, absl::StatusCode::kUnimplemented,
+       "\"bert\" is not implemented"},
+      {"gpt2 without a known pre-tokenizer", [](Vocabulary& v) { v.model = "gpt2"; },
+       absl::StatusCode::kUnimplemented, "pre-tokenizer \"\" (tokenizer.ggml.pre) is not"},
       {"unknown model", [](Vocabulary& v) { v.model = "wordpiece?"; },
        absl::StatusCode::kInvalidArgument, "unknown tokenizer model"},
   };

@@ -2,9 +2,9 @@
 //
 // The vocabulary arrives as a plain `Vocabulary` (filled from GGUF metadata by
 // the GGUF reader). `Tokenizer::Create` validates it and picks the algorithm
-// named by `Vocabulary::model`; today only "llama" (SentencePiece BPE with byte
-// fallback, llama.cpp's LLAMA_VOCAB_TYPE_SPM) is implemented. A "gpt2" BPE
-// tokenizer can be added later as another subclass behind the same interface.
+// named by `Vocabulary::model`: "llama" (SentencePiece BPE with byte fallback,
+// llama.cpp's LLAMA_VOCAB_TYPE_SPM) or "gpt2" (byte-level BPE with merges and
+// a regex-style pre-tokenizer, LLAMA_VOCAB_TYPE_BPE, as in Llama 3 and Qwen 2).
 
 #ifndef RINGLM_INFERENCE_TOKENIZER_TOKENIZER_H_
 #define RINGLM_INFERENCE_TOKENIZER_TOKENIZER_H_
@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace ringlm {
@@ -33,21 +34,36 @@ enum class TokenType : int32_t {
 
 // A tokenizer vocabulary as stored in GGUF metadata.
 struct Vocabulary {
-  // tokenizer.ggml.model; only "llama" is implemented.
+  // tokenizer.ggml.model: "llama" or "gpt2".
   std::string model = "llama";
-  // tokenizer.ggml.tokens: U+2581 marks a space, byte pieces are "<0xNN>".
+  // tokenizer.ggml.tokens. "llama": U+2581 marks a space, byte pieces are
+  // "<0xNN>". "gpt2": normal pieces are byte-level (each byte written as the
+  // code point GPT-2's bytes_to_unicode gives it, e.g. ' ' as U+0120 "Ġ");
+  // control and user-defined pieces are plain text.
   std::vector<std::string> pieces;
+  // "gpt2" only: tokenizer.ggml.merges, "left right" in rank order (earlier
+  // merges apply first); both sides must be pieces.
+  std::vector<std::string> merges;
+  // "gpt2" only: tokenizer.ggml.pre, which picks the pre-tokenizer split
+  // (see BpeDefaultAddBos for the supported names).
+  std::string pre;
   // tokenizer.ggml.scores; empty means "all 0" (as llama.cpp when the key is absent).
   std::vector<float> scores;
   // tokenizer.ggml.token_type; empty means "all kNormal" (as llama.cpp).
   std::vector<TokenType> types;
   // Special token ids; -1 means none. The GGUF reader applies llama.cpp's
-  // defaults (bos 1, eos 2, unk 0 for "llama") when the keys are absent.
+  // defaults (bos 1, eos 2, unk 0 for "llama"; bos = eos = 11 for "gpt2")
+  // when the keys are absent. eot/eom (end of turn / message) only widen
+  // IsEndOfGeneration.
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
-  // tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix.
+  int32_t eot_id = -1;
+  int32_t eom_id = -1;
+  // tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix. (The
+  // GGUF reader's defaults for "gpt2": add_bos per BpeDefaultAddBos,
+  // add_space_prefix false.)
   bool add_bos = true;
   bool add_eos = false;
   bool add_space_prefix = true;
@@ -71,9 +87,11 @@ class Tokenizer {
  public:
   // Validates `vocab` and builds the tokenizer for `vocab.model`.
   // Errors: InvalidArgument for a malformed vocabulary (sizes disagree, ids out
-  // of range, duplicate pieces, bad byte pieces, a byte that can be neither
-  // byte-encoded nor mapped to unk, add_bos without bos, ...); Unimplemented for
-  // a known llama.cpp model type other than "llama".
+  // of range, duplicate pieces, bad byte pieces, for "llama" a byte that can be
+  // neither byte-encoded nor mapped to unk, for "gpt2" a malformed merge or one
+  // naming an unknown piece, add_bos without bos, ...); Unimplemented for a
+  // known llama.cpp model type other than "llama" and "gpt2", or a "gpt2"
+  // pre-tokenizer that is not implemented.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(Vocabulary vocab);
 
   virtual ~Tokenizer();
@@ -88,8 +106,11 @@ class Tokenizer {
                                       bool parse_special) const = 0;
 
   // The bytes token `id` contributes to output, like llama_token_to_piece with
-  // special=false: control and unknown tokens give "", byte tokens their byte,
-  // normal tokens their text with U+2581 turned into ' '. Invalid ids give "".
+  // special=false: control and unknown tokens give "", user-defined tokens
+  // their text. "llama": byte tokens give their byte, normal tokens their text
+  // with U+2581 turned into ' '. "gpt2": normal tokens give the bytes their
+  // byte-level code points stand for (a code point that stands for no byte
+  // gives llama.cpp's "[UNK_BYTE_0x..]" text), other types "". Invalid ids give "".
   virtual std::string TokenToPiece(int32_t id) const = 0;
 
   // Like llama_detokenize(remove_special=false, unparse_special=false): the
@@ -98,14 +119,17 @@ class Tokenizer {
   // uses up that rule, so Decode(Encode("Hi", /*add_special=*/true, ...)) is
   // " Hi" while Decode(Encode("Hi", false, ...)) is "Hi". Invalid ids are
   // skipped. The result is raw bytes and may be invalid UTF-8; use
-  // StreamingDecoder for display text.
+  // StreamingDecoder for display text. For "gpt2" with a pre-tokenizer where
+  // llama.cpp sets clean_spaces (all but the qwen2 family), llama.cpp's three
+  // clean-up passes then run: " ?", " !", " .", " ," lose the space, " ' "
+  // becomes "'", and " 's", " 'm", " 're", " 've" lose the space.
   std::string Decode(std::span<const int32_t> ids) const;
 
   int32_t n_vocab() const;
   int32_t bos_id() const;  // -1 if none
   int32_t eos_id() const;  // -1 if none
 
-  // True for EOS and for the end-of-turn tokens llama.cpp recognizes by text
+  // True for EOS, eot_id, eom_id and for the end-of-turn tokens llama.cpp recognizes by text
   // ("<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
   // "<|eom_id|>", "<EOT>", ...).
   bool IsEndOfGeneration(int32_t id) const;
@@ -116,12 +140,29 @@ class Tokenizer {
   const Vocabulary& vocabulary() const;
 
  protected:
-  explicit Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index);
+  // clean_spaces: Decode applies llama.cpp's detokenizer clean-up passes.
+  explicit Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index,
+                     bool clean_spaces = false);
   const tokenizer_internal::VocabIndex& index() const { return *index_; }
 
  private:
   std::unique_ptr<const tokenizer_internal::VocabIndex> index_;
+  bool clean_spaces_;
 };
+
+// For a "gpt2" vocabulary: llama.cpp's add_bos when tokenizer.ggml.add_bos_token
+// is absent, for tokenizer.ggml.pre = `pre` (true for the llama3 family, false
+// otherwise). Unimplemented for a pre-tokenizer Tokenizer::Create does not
+// support. Supported: llama3, llama-v3, llama-bpe, falcon3 (Llama 3 split);
+// qwen2, deepseek-r1-qwen, stablelm2, megrez (Qwen 2 split); gpt-2, phi-2,
+// mpt, olmo, jais, jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat (GPT-2).
+absl::StatusOr<bool> BpeDefaultAddBos(std::string_view pre);
+
+// Checks "gpt2" merges as Tokenizer::Create does: each must split at its first
+// ' ' after position 0 into two non-empty pieces of `pieces`. InvalidArgument
+// naming the first bad merge by index.
+absl::Status CheckBpeMerges(std::span<const std::string> pieces,
+                            std::span<const std::string> merges);
 
 // Turns a stream of token ids into text, emitting only complete UTF-8
 // sequences, so a character whose bytes are split across byte-fallback tokens

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <list>
 #include <string>
@@ -77,7 +78,8 @@ absl::StatusOr<std::unique_ptr<const VocabIndex>> VocabIndex::Build(Vocabulary v
         absl::StrCat("vocabulary has ", n, " pieces but ", vocab.types.size(), " token types"));
   }
   for (const auto& [name, id] : {std::pair{"bos", vocab.bos_id}, std::pair{"eos", vocab.eos_id},
-                                 std::pair{"unk", vocab.unk_id}, std::pair{"pad", vocab.pad_id}}) {
+                                 std::pair{"unk", vocab.unk_id}, std::pair{"pad", vocab.pad_id},
+                                 std::pair{"eot", vocab.eot_id}, std::pair{"eom", vocab.eom_id}}) {
     if (absl::Status s = CheckSpecialId(name, id, n_tokens); !s.ok()) return s;
   }
   if (vocab.add_bos && vocab.bos_id < 0) {
@@ -117,8 +119,12 @@ absl::StatusOr<std::unique_ptr<const VocabIndex>> VocabIndex::Build(Vocabulary v
   }
 
   // Byte fallback table (llama_vocab::byte_to_token, plus unk as a last resort
-  // where llama.cpp would throw).
-  for (int b = 0; b < 256; ++b) {
+  // where llama.cpp would throw). Only SentencePiece vocabularies use it; a
+  // byte-level ("gpt2") vocabulary spells every byte as a code point instead.
+  const bool needs_byte_fallback = vocab.model != "gpt2";
+  if (!needs_byte_fallback)
+    std::fill(std::begin(index->byte_tokens_), std::end(index->byte_tokens_), -1);
+  for (int b = 0; needs_byte_fallback && b < 256; ++b) {
     int32_t id = index->Find(absl::StrFormat("<0x%02X>", b));
     if (id < 0) id = index->Find(std::string(1, static_cast<char>(b)));
     if (id < 0) id = vocab.unk_id;
@@ -133,7 +139,9 @@ absl::StatusOr<std::unique_ptr<const VocabIndex>> VocabIndex::Build(Vocabulary v
 
   // Effective types: llama.cpp overrides control-looking tokens to control.
   index->types_ = vocab.types;
-  if (vocab.eos_id >= 0) index->eog_.insert(vocab.eos_id);
+  for (const int32_t id : {vocab.eos_id, vocab.eot_id, vocab.eom_id}) {
+    if (id >= 0) index->eog_.insert(id);
+  }
   for (std::string_view text : kEndOfGenerationTexts) {
     if (int32_t id = index->Find(text); id >= 0) {
       index->types_[id] = TokenType::kControl;

@@ -46,7 +46,8 @@ class VocabIndex {
   bool IsEndOfGeneration(int32_t id) const { return eog_.contains(id); }
 
   // Token for one raw byte: "<0xNN>" (upper-case hex), else the one-byte
-  // piece, else unk (Build guarantees one of these exists).
+  // piece, else unk (Build guarantees one of these exists). "llama" only: -1
+  // for every byte of a "gpt2" vocabulary.
   int32_t ByteToken(uint8_t byte) const { return byte_tokens_[byte]; }
 
  private:

@@ -1,0 +1,50 @@
+// Internal interface between matmul.cc (activation conversion, threading) and
+// the per-target dot-product kernels in matmul_simd.cc. Not for use outside
+// inference/ops.
+#ifndef RINGLM_INFERENCE_OPS_MATMUL_INTERNAL_H_
+#define RINGLM_INFERENCE_OPS_MATMUL_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "inference/ops/matmul.h"
+#include "inference/ops/quant.h"
+#include "inference/tensor_type.h"
+
+namespace ringlm {
+
+// One MatMul call after its activations were converted to the vec_dot_type.
+struct DotJob {
+  TensorType type = TensorType::kF32;
+  DotOrder order = DotOrder::kVecDot;
+  const uint8_t* w = nullptr;  // rows x row_bytes
+  size_t row_bytes = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const float* x_floats = nullptr;    // F32/F16/BF16: n_tokens x cols, rounded
+  const BlockQ8_0* x_q8_0 = nullptr;  // Q8_0/Q4_0: n_tokens x cols/32
+  const BlockQ8_K* x_q8_k = nullptr;  // Q4_K/Q6_K: n_tokens x cols/256
+  float* y = nullptr;                 // n_tokens x rows
+};
+
+// y[t * rows + r] for r in [r0, r1), t in [t0, t1), on the best SIMD target
+// of this CPU (runtime dispatch). Hot.
+void DotRows(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+
+// One output element with portable scalar code (bit-identical to DotRows);
+// used by targets without FMA, where a vector mul+add would round twice.
+float DotOneScalar(const DotJob& job, int64_t r, int64_t t);
+
+// Reduces `lanes` floats by halving: v[i] += v[i + width] for width =
+// lanes/2, ..., 1 (the order of _mm512_reduce_add_ps and hsum_float_8).
+template <int kLanes>
+inline float ReduceLanes(float* v) {
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) v[i] = v[i] + v[i + width];
+  }
+  return v[0];
+}
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_OPS_MATMUL_INTERNAL_H_

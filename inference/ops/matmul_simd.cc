@@ -1,0 +1,370 @@
+// SIMD dot-product kernels for MatMul, compiled once per Highway target and
+// chosen at run time (HWY_DYNAMIC_DISPATCH), so one binary uses AVX2 or
+// AVX-512 where present and the same code builds for NEON.
+//
+// Every kernel reproduces the float operation order of the scalar reference
+// (matmul_reference.cc) bit for bit, independent of the vector width:
+//   - F32/F16 vec-dot keeps all 64 lane accumulators of ggml's 4 x 16-lane
+//     AVX-512 loop, as 64/N vectors of N lanes; BF16 keeps its 2 x 16 lanes;
+//     the tiled order keeps 16 lanes. Lanes are reduced in scalar code.
+//   - Quantized dots compute exact integer lane sums (lane = (position % 32)
+//     / 4, as ggml's 256-bit code) and FMA them into 8 float lanes, held in
+//     8/N vectors of N <= 8 lanes.
+// Targets without a fused multiply-add (SSE4, EMU128, SCALAR, 32-bit ARM)
+// fall back to DotOneScalar, because a vector mul+add there rounds twice.
+// Hot: DotRows is the inner loop of every MatMul.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "inference/ops/matmul_simd.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// foreach_target.h must come first.
+#include "hwy/highway.h"
+#include "inference/ops/fp16.h"
+#include "inference/ops/matmul_internal.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ringlm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef RINGLM_SIMD_HAS_FMA
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || (HWY_ARCH_ARM_A64 && HWY_TARGET == HWY_NEON)
+#define RINGLM_SIMD_HAS_FMA 1
+#else
+#define RINGLM_SIMD_HAS_FMA 0
+#endif
+
+#if RINGLM_SIMD_HAS_FMA
+
+using DF = hn::ScalableTag<float>;
+constexpr size_t kN = hn::MaxLanes(DF());  // 4, 8 or 16
+static_assert(64 % kN == 0 && kN <= 16, "lane layout assumes N in {4, 8, 16}");
+
+// Loads kN weights starting at element k, widened to f32 (exact).
+struct LoadF32 {
+  const float* p;
+  HWY_INLINE hn::Vec<DF> operator()(int64_t k) const { return hn::LoadU(DF(), p + k); }
+};
+struct LoadF16 {
+  const uint16_t* p;
+  HWY_INLINE hn::Vec<DF> operator()(int64_t k) const {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(DF(), hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p + k)));
+  }
+};
+struct LoadBf16 {
+  const uint16_t* p;
+  HWY_INLINE hn::Vec<DF> operator()(int64_t k) const {
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Rebind<uint16_t, DF> du16;
+    const auto wide = hn::PromoteTo(du32, hn::LoadU(du16, p + k));
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(wide));
+  }
+};
+
+// Scalar tail element k as f32.
+HWY_INLINE float TailWeight(const LoadF32& l, int64_t k) { return l.p[k]; }
+HWY_INLINE float TailWeight(const LoadF16& l, int64_t k) { return Fp16ToFp32(l.p[k]); }
+HWY_INLINE float TailWeight(const LoadBf16& l, int64_t k) { return Bf16ToFp32(l.p[k]); }
+
+// ggml_vec_dot_{f32,f16}, AVX-512 order (see matmul_reference.cc).
+template <typename Load>
+float DotVecDot(Load w, const float* x, int64_t n) {
+  const DF d;
+  constexpr size_t kV = 64 / kN;
+  hn::Vec<DF> acc[kV];
+  for (size_t j = 0; j < kV; ++j) acc[j] = hn::Zero(d);
+  const int64_t full = n & ~int64_t{63};
+  for (int64_t i = 0; i < full; i += 64) {
+    for (size_t j = 0; j < kV; ++j) {
+      const int64_t k = i + static_cast<int64_t>(j * kN);
+      acc[j] = hn::MulAdd(w(k), hn::LoadU(d, x + k), acc[j]);
+    }
+  }
+  HWY_ALIGN float lanes[64];
+  for (size_t j = 0; j < kV; ++j) hn::Store(acc[j], d, lanes + j * kN);
+  // lanes[16 * jj + l] is ggml's accumulator jj, lane l.
+  for (int l = 0; l < 16; ++l) {
+    lanes[l] = lanes[l] + lanes[32 + l];
+    lanes[16 + l] = lanes[16 + l] + lanes[48 + l];
+  }
+  for (int l = 0; l < 16; ++l) lanes[l] = lanes[l] + lanes[16 + l];
+  double sum = ReduceLanes<16>(lanes);
+  for (int64_t k = full; k < n; ++k) {
+    const float product = TailWeight(w, k) * x[k];
+    sum += static_cast<double>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+// ggml_vec_dot_bf16, AVX-512F order: 2 x 16 lanes over steps of 32.
+float DotVecDotBf16(LoadBf16 w, const float* x, int64_t n) {
+  const DF d;
+  constexpr size_t kV = 32 / kN;
+  hn::Vec<DF> acc[kV];
+  for (size_t j = 0; j < kV; ++j) acc[j] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (size_t j = 0; j < kV; ++j) {
+      const int64_t k = i + static_cast<int64_t>(j * kN);
+      acc[j] = hn::MulAdd(w(k), hn::LoadU(d, x + k), acc[j]);
+    }
+  }
+  HWY_ALIGN float lanes[32];
+  for (size_t j = 0; j < kV; ++j) hn::Store(acc[j], d, lanes + j * kN);
+  double sum = 0.0;
+  sum += static_cast<double>(ReduceLanes<16>(lanes));
+  sum += static_cast<double>(ReduceLanes<16>(lanes + 16));
+  for (; i < n; ++i) {
+    const float product = TailWeight(w, i) * x[i];
+    sum += static_cast<double>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+// tinyBLAS<16>: one 16-lane accumulator. Precondition: n % 16 == 0.
+template <typename Load>
+float DotTiled(Load w, const float* x, int64_t n) {
+  const DF d;
+  constexpr size_t kV = 16 / kN;
+  hn::Vec<DF> acc[kV];
+  for (size_t j = 0; j < kV; ++j) acc[j] = hn::Zero(d);
+  for (int64_t i = 0; i < n; i += 16) {
+    for (size_t j = 0; j < kV; ++j) {
+      const int64_t k = i + static_cast<int64_t>(j * kN);
+      acc[j] = hn::MulAdd(w(k), hn::LoadU(d, x + k), acc[j]);
+    }
+  }
+  HWY_ALIGN float lanes[16];
+  for (size_t j = 0; j < kV; ++j) hn::Store(acc[j], d, lanes + j * kN);
+  return ReduceLanes<16>(lanes);
+}
+
+// ---- Quantized dots: 8 lanes held as 8/kQ vectors of kQ int32/f32 lanes.
+using DI = hn::CappedTag<int32_t, 8>;
+using DF8 = hn::CappedTag<float, 8>;
+constexpr size_t kQ = hn::MaxLanes(DI());  // 4 or 8
+constexpr size_t kQV = 8 / kQ;
+static_assert(kQ == 4 || kQ == 8, "quantized lanes assume 4 or 8 int32 per vector");
+
+// 4*kQ bytes as kQ int32 lanes.
+HWY_INLINE hn::Vec<DI> LoadWords(const void* p) {
+  return hn::LoadU(DI(), static_cast<const int32_t*>(p));
+}
+// Byte t of each lane, sign-extended.
+HWY_INLINE hn::Vec<DI> SignedByte(hn::Vec<DI> v, int t) {
+  return hn::ShiftRightSame(hn::ShiftLeftSame(v, 24 - 8 * t), 24);
+}
+// Bits [shift, shift + 4) of each lane.
+HWY_INLINE hn::Vec<DI> Nibble(hn::Vec<DI> v, int shift) {
+  return hn::And(hn::ShiftRightSame(v, shift), hn::Set(DI(), 0xF));
+}
+
+float ReduceAcc8(const hn::Vec<DF8>* acc) {
+  HWY_ALIGN float lanes[8];
+  for (size_t v = 0; v < kQV; ++v) hn::Store(acc[v], DF8(), lanes + v * kQ);
+  return ReduceLanes<8>(lanes);
+}
+
+float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto wv = LoadWords(w[b].qs + 4 * kQ * v);
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      auto p = hn::Mul(SignedByte(wv, 0), SignedByte(xv, 0));
+      for (int t = 1; t < 4; ++t) p = hn::Add(p, hn::Mul(SignedByte(wv, t), SignedByte(xv, t)));
+      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
+    }
+  }
+  return ReduceAcc8(acc);
+}
+
+float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const auto k8 = hn::Set(di, 8);
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+    // Lanes 0-3: low nibbles of qs[0..15] (values 0..15); lanes 4-7: high
+    // nibbles (values 16..31).
+    hn::Vec<DI> wv[kQV];
+    if constexpr (kQ == 8) {
+      const hn::Half<DI> dh;
+      const auto q = hn::LoadU(dh, reinterpret_cast<const int32_t*>(w[b].qs));
+      wv[0] = hn::Combine(di, hn::ShiftRight<4>(q), q);
+    } else {
+      const auto q = LoadWords(w[b].qs);
+      wv[0] = q;
+      wv[kQV - 1] = hn::ShiftRight<4>(q);
+    }
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      auto p = hn::Mul(hn::Sub(Nibble(wv[v], 0), k8), SignedByte(xv, 0));
+      for (int t = 1; t < 4; ++t) {
+        p = hn::Add(p, hn::Mul(hn::Sub(Nibble(wv[v], 8 * t), k8), SignedByte(xv, t)));
+      }
+      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
+    }
+  }
+  return ReduceAcc8(acc);
+}
+
+float DotQ4_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const hn::FixedTag<float, 4> d4;
+  const hn::FixedTag<int32_t, 4> di4;
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  auto acc_m = hn::Zero(d4);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = x[b].d * Fp16ToFp32(w[b].d);
+    const float dmin = -x[b].d * Fp16ToFp32(w[b].dmin);
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) Q4_KScaleMin(j, w[b].scales, &sc[j], &m[j]);
+    HWY_ALIGN int32_t prod[4];
+    const int16_t* bs = x[b].bsums;
+    for (int k = 0; k < 4; ++k) {
+      prod[k] =
+          m[2 * k] * (bs[4 * k] + bs[4 * k + 1]) + m[2 * k + 1] * (bs[4 * k + 2] + bs[4 * k + 3]);
+    }
+    acc_m = hn::MulAdd(hn::Set(d4, dmin), hn::ConvertTo(d4, hn::Load(di4, prod)), acc_m);
+    hn::Vec<DI> sumi[kQV];
+    for (size_t v = 0; v < kQV; ++v) sumi[v] = hn::Zero(di);
+    for (int c = 0; c < 4; ++c) {
+      const auto sc_lo = hn::Set(di, sc[2 * c]);
+      const auto sc_hi = hn::Set(di, sc[2 * c + 1]);
+      for (size_t v = 0; v < kQV; ++v) {
+        const auto wv = LoadWords(w[b].qs + 32 * c + 4 * kQ * v);
+        const auto xl = LoadWords(x[b].qs + 64 * c + 4 * kQ * v);
+        const auto xh = LoadWords(x[b].qs + 64 * c + 32 + 4 * kQ * v);
+        auto pl = hn::Mul(Nibble(wv, 0), SignedByte(xl, 0));
+        auto ph = hn::Mul(Nibble(wv, 4), SignedByte(xh, 0));
+        for (int t = 1; t < 4; ++t) {
+          pl = hn::Add(pl, hn::Mul(Nibble(wv, 8 * t), SignedByte(xl, t)));
+          ph = hn::Add(ph, hn::Mul(Nibble(wv, 8 * t + 4), SignedByte(xh, t)));
+        }
+        sumi[v] = hn::Add(sumi[v], hn::Add(hn::Mul(sc_lo, pl), hn::Mul(sc_hi, ph)));
+      }
+    }
+    const auto vd = hn::Set(df, d);
+    for (size_t v = 0; v < kQV; ++v) acc[v] = hn::MulAdd(vd, hn::ConvertTo(df, sumi[v]), acc[v]);
+  }
+  HWY_ALIGN float am[4];
+  hn::Store(acc_m, d4, am);
+  return ReduceAcc8(acc) + ((am[0] + am[2]) + (am[1] + am[3]));
+}
+
+float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const auto k32 = hn::Set(di, 32);
+  const auto k3 = hn::Set(di, 3);
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  HWY_ALIGN int32_t sc_lanes[64];  // sc_lanes[i] = scales[i / 4]
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int i = 0; i < 64; ++i) sc_lanes[i] = w[b].scales[i / 4];
+    hn::Vec<DI> sumi[kQV];
+    for (size_t v = 0; v < kQV; ++v) sumi[v] = hn::Zero(di);
+    for (int c = 0; c < 2; ++c) {
+      for (size_t v = 0; v < kQV; ++v) {
+        const auto l1 = LoadWords(w[b].ql + 64 * c + 4 * kQ * v);
+        const auto l2 = LoadWords(w[b].ql + 64 * c + 32 + 4 * kQ * v);
+        const auto h = LoadWords(w[b].qh + 32 * c + 4 * kQ * v);
+        for (int m = 0; m < 4; ++m) {
+          const auto& src = (m & 1) ? l2 : l1;
+          const int nib = m >= 2 ? 4 : 0;
+          const auto xv = LoadWords(x[b].qs + 128 * c + 32 * m + 4 * kQ * v);
+          hn::Vec<DI> p = hn::Zero(di);
+          for (int t = 0; t < 4; ++t) {
+            const auto hi = hn::And(hn::ShiftRightSame(h, 8 * t + 2 * m), k3);
+            const auto q = hn::Sub(hn::Or(Nibble(src, 8 * t + nib), hn::ShiftLeft<4>(hi)), k32);
+            p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+          }
+          const auto scl = hn::Load(di, sc_lanes + 32 * c + 8 * m + kQ * v);
+          sumi[v] = hn::Add(sumi[v], hn::Mul(scl, p));
+        }
+      }
+    }
+    const auto vd = hn::Set(df, x[b].d * Fp16ToFp32(w[b].d));
+    for (size_t v = 0; v < kQV; ++v) acc[v] = hn::MulAdd(vd, hn::ConvertTo(df, sumi[v]), acc[v]);
+  }
+  return ReduceAcc8(acc);
+}
+
+float DotOne(const DotJob& job, int64_t r, int64_t t) {
+  const int64_t cols = job.cols;
+  const void* row = job.w + r * job.row_bytes;
+  const bool tiled = job.order == DotOrder::kTiled;
+  switch (job.type) {
+    case TensorType::kF32: {
+      const LoadF32 load{static_cast<const float*>(row)};
+      const float* x = job.x_floats + t * cols;
+      return tiled ? DotTiled(load, x, cols) : DotVecDot(load, x, cols);
+    }
+    case TensorType::kF16: {
+      const LoadF16 load{static_cast<const uint16_t*>(row)};
+      const float* x = job.x_floats + t * cols;
+      return tiled ? DotTiled(load, x, cols) : DotVecDot(load, x, cols);
+    }
+    case TensorType::kBF16: {
+      const LoadBf16 load{static_cast<const uint16_t*>(row)};
+      const float* x = job.x_floats + t * cols;
+      return tiled ? DotTiled(load, x, cols) : DotVecDotBf16(load, x, cols);
+    }
+    case TensorType::kQ8_0: {
+      const int64_t nb = cols / kQ8_0BlockSize;
+      return DotQ8_0(static_cast<const BlockQ8_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kQ4_0: {
+      const int64_t nb = cols / kQ4_0BlockSize;
+      return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kQ4_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ4_K(static_cast<const BlockQ4_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    case TensorType::kQ6_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ6_K(static_cast<const BlockQ6_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+#else  // !RINGLM_SIMD_HAS_FMA
+
+float DotOne(const DotJob& job, int64_t r, int64_t t) { return DotOneScalar(job, r, t); }
+
+#endif  // RINGLM_SIMD_HAS_FMA
+
+void DotRowsImpl(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* y_row = job.y + t * job.rows;
+    for (int64_t r = r0; r < r1; ++r) y_row[r] = DotOne(job, r, t);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ringlm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ringlm {
+
+HWY_EXPORT(DotRowsImpl);
+
+void DotRows(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+  HWY_DYNAMIC_DISPATCH(DotRowsImpl)(job, r0, r1, t0, t1);
+}
+
+}  // namespace ringlm
+#endif  // HWY_ONCE

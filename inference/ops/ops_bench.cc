@@ -1,0 +1,136 @@
+// ops_bench: throughput of the MatMul kernels and of memory on this machine.
+// Not a test. Usage: ops_bench [-t THREADS] [-r REPS]
+//
+// For each weight type and shape (rows x cols, tinyllama's FFN and attention
+// shapes) it prints matrix-vector time and the weight bytes streamed per
+// second (decode is bound by this), and 128-token matrix-matrix GFLOPS
+// (prefill). The memory lines give read and memcpy bandwidth over 256 MiB.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "inference/ops/matmul.h"
+#include "inference/ops/quant.h"
+#include "inference/ops/thread_pool.h"
+
+namespace ringlm {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Best of `reps` timings of fn(), in seconds.
+template <typename Fn>
+double BestOf(int reps, Fn&& fn) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = Now();
+    fn();
+    best = std::min(best, Now() - t0);
+  }
+  return best;
+}
+
+void MemoryLines(ThreadPool& pool, int reps) {
+  const size_t bytes = size_t{256} << 20;
+  std::vector<uint64_t> src(bytes / 8, 1), dst(bytes / 8, 0);
+  for (int threads : {1, pool.n_threads()}) {
+    ThreadPool local(threads);
+    volatile uint64_t sink = 0;
+    const double t_read = BestOf(reps, [&] {
+      std::vector<uint64_t> partial(threads, 0);
+      local.ParallelFor(threads, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const size_t n = src.size() / threads;
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          const uint64_t* p = src.data() + c * n;
+          for (size_t i = 0; i + 4 <= n; i += 4) {
+            s0 += p[i];
+            s1 += p[i + 1];
+            s2 += p[i + 2];
+            s3 += p[i + 3];
+          }
+          partial[c] = s0 + s1 + s2 + s3;
+        }
+      });
+      for (uint64_t v : partial) sink = sink + v;
+    });
+    const double t_copy = BestOf(reps, [&] {
+      local.ParallelFor(threads, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          const size_t n = src.size() / threads;
+          std::memcpy(dst.data() + c * n, src.data() + c * n, n * 8);
+        }
+      });
+    });
+    std::printf("memory  %d thread(s): read %6.1f GB/s   memcpy %6.1f GB/s (read+write)\n", threads,
+                bytes / t_read / 1e9, 2.0 * bytes / t_copy / 1e9);
+  }
+}
+
+}  // namespace
+}  // namespace ringlm
+
+int main(int argc, char** argv) {
+  using namespace ringlm;
+  int threads = DefaultThreadCount();
+  int reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "-t") {
+      threads = std::atoi(argv[i + 1]);
+    } else if (flag == "-r") {
+      reps = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "usage: ops_bench [-t THREADS] [-r REPS]\n");
+      return 2;
+    }
+  }
+  ThreadPool pool(threads);
+  std::printf("ops_bench: %d thread(s), best of %d\n", pool.n_threads(), reps);
+  MemoryLines(pool, reps);
+
+  struct Shape {
+    int64_t rows, cols;
+  };
+  const Shape shapes[] = {{5632, 2048}, {2048, 5632}, {2048, 2048}};
+  const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                              TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K,
+                              TensorType::kQ6_K};
+  constexpr int64_t kPrefillTokens = 128;
+  std::printf("%-6s %-11s %10s %12s %14s\n", "type", "rows x cols", "matvec ms", "matvec GB/s",
+              "mm128 GFLOPS");
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (const Shape& s : shapes) {
+    std::vector<float> wf(s.rows * s.cols);
+    for (float& v : wf) v = dist(rng);
+    std::vector<float> x(kPrefillTokens * s.cols);
+    for (float& v : x) v = dist(rng);
+    std::vector<float> y(kPrefillTokens * s.rows);
+    for (TensorType type : types) {
+      const size_t row_bytes = RowBytes(type, s.cols);
+      std::vector<uint8_t> w(row_bytes * s.rows);
+      for (int64_t r = 0; r < s.rows; ++r) {
+        QuantizeRow(type, wf.data() + r * s.cols, w.data() + r * row_bytes, s.cols);
+      }
+      MatMul(type, w.data(), s.rows, s.cols, x.data(), 1, y.data(), &pool);  // warm up
+      const double t_mv = BestOf(
+          reps * 4, [&] { MatMul(type, w.data(), s.rows, s.cols, x.data(), 1, y.data(), &pool); });
+      const double t_mm = BestOf(std::max(1, reps / 2), [&] {
+        MatMul(type, w.data(), s.rows, s.cols, x.data(), kPrefillTokens, y.data(), &pool);
+      });
+      const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+      std::printf("%-6s %-11s %10.3f %12.2f %14.2f\n", std::string(TraitsOf(type).name).c_str(),
+                  shape.c_str(), t_mv * 1e3, w.size() / t_mv / 1e9,
+                  2.0 * s.rows * s.cols * kPrefillTokens / t_mm / 1e9);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,188 @@
+// The byte-level pre-tokenizer splits, hand-checked against the regexes
+// llama.cpp uses for tokenizer.ggml.pre = llama3 / qwen2 / gpt-2.
+
+#include "inference/tokenizer/bpe_pre_tokenizer.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "inference/tokenizer/bpe_test_vocab.h"
+#include "inference/tokenizer/unicode.h"
+
+namespace ringlm::tokenizer_internal {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Pre-tokens as raw text (undoing the byte-level spelling).
+std::vector<std::string> Split(const std::string& text, PreTokenizerKind kind) {
+  std::vector<std::string> raw;
+  for (const std::string& word : PreTokenize(text, kind)) {
+    std::string bytes;
+    for (uint32_t cpt : DecodeUtf8Lenient(word)) {
+      const int b = CodepointToByte(cpt);
+      EXPECT_GE(b, 0) << "pre-token is not byte-level: " << word;
+      bytes.push_back(static_cast<char>(b));
+    }
+    raw.push_back(bytes);
+  }
+  return raw;
+}
+
+constexpr PreTokenizerKind kLlama3 = PreTokenizerKind::kLlama3;
+constexpr PreTokenizerKind kQwen2 = PreTokenizerKind::kQwen2;
+constexpr PreTokenizerKind kGpt2 = PreTokenizerKind::kGpt2;
+
+TEST(ByteLevelTest, BytesToUnicodeMapping) {
+  EXPECT_EQ(ByteToCodepoint(' '), 0x120u);   // "Ġ"
+  EXPECT_EQ(ByteToCodepoint('\n'), 0x10Au);  // "Ċ"
+  EXPECT_EQ(ByteToCodepoint(0x00), 0x100u);
+  EXPECT_EQ(ByteToCodepoint('A'), 0x41u);
+  EXPECT_EQ(ByteToCodepoint(0xAD), 0x143u);  // soft hyphen is the last remapped byte
+  EXPECT_EQ(ByteToCodepoint(0xFF), 0xFFu);
+  for (int b = 0; b < 256; ++b) {
+    EXPECT_EQ(CodepointToByte(ByteToCodepoint(static_cast<uint8_t>(b))), b);
+    std::string utf8;
+    AppendUtf8(ByteToCodepoint(static_cast<uint8_t>(b)), utf8);
+    EXPECT_EQ(utf8, testing::ByteSymbol(static_cast<uint8_t>(b)));
+  }
+  EXPECT_EQ(CodepointToByte(0x20), -1);
+  EXPECT_EQ(CodepointToByte(0x144), -1);
+  EXPECT_EQ(CodepointToByte(0x20AC), -1);
+}
+
+TEST(UnicodeTest, Classes) {
+  EXPECT_EQ(ClassifyCodepoint('a'), CodepointClass::kLetter);
+  EXPECT_EQ(ClassifyCodepoint('7'), CodepointClass::kNumber);
+  EXPECT_EQ(ClassifyCodepoint('\t'), CodepointClass::kWhitespace);
+  EXPECT_EQ(ClassifyCodepoint('_'), CodepointClass::kOther);
+  EXPECT_EQ(ClassifyCodepoint(0xE9), CodepointClass::kLetter);     // é
+  EXPECT_EQ(ClassifyCodepoint(0x3B1), CodepointClass::kLetter);    // α
+  EXPECT_EQ(ClassifyCodepoint(0x416), CodepointClass::kLetter);    // Ж
+  EXPECT_EQ(ClassifyCodepoint(0x5D0), CodepointClass::kLetter);    // א
+  EXPECT_EQ(ClassifyCodepoint(0x628), CodepointClass::kLetter);    // ب
+  EXPECT_EQ(ClassifyCodepoint(0x915), CodepointClass::kLetter);    // क
+  EXPECT_EQ(ClassifyCodepoint(0x93F), CodepointClass::kOther);     // ि (vowel sign, Mc)
+  EXPECT_EQ(ClassifyCodepoint(0x966), CodepointClass::kNumber);    // ०
+  EXPECT_EQ(ClassifyCodepoint(0x663), CodepointClass::kNumber);    // ٣
+  EXPECT_EQ(ClassifyCodepoint(0x3042), CodepointClass::kLetter);   // あ
+  EXPECT_EQ(ClassifyCodepoint(0x30AB), CodepointClass::kLetter);   // カ
+  EXPECT_EQ(ClassifyCodepoint(0x65E5), CodepointClass::kLetter);   // 日
+  EXPECT_EQ(ClassifyCodepoint(0xAC00), CodepointClass::kLetter);   // 가
+  EXPECT_EQ(ClassifyCodepoint(0x20000), CodepointClass::kLetter);  // CJK ext. B
+  EXPECT_EQ(ClassifyCodepoint(0xB2), CodepointClass::kNumber);     // ²
+  EXPECT_EQ(ClassifyCodepoint(0x2167), CodepointClass::kNumber);   // Ⅷ
+  EXPECT_EQ(ClassifyCodepoint(0x301), CodepointClass::kOther);     // combining acute
+  EXPECT_EQ(ClassifyCodepoint(0x1F44B), CodepointClass::kOther);   // 👋
+  EXPECT_EQ(ClassifyCodepoint(0xA0), CodepointClass::kWhitespace);
+  EXPECT_EQ(ClassifyCodepoint(0x3000), CodepointClass::kWhitespace);
+  EXPECT_EQ(ClassifyCodepoint(0x2028), CodepointClass::kWhitespace);
+  EXPECT_EQ(ClassifyCodepoint(0x200B),
+            CodepointClass::kOther);  // zero width space: not White_Space
+  EXPECT_EQ(ClassifyCodepoint(0x110000), CodepointClass::kOther);
+}
+
+TEST(UnicodeTest, LenientDecodingLikeLlamaCpp) {
+  EXPECT_THAT(DecodeUtf8Lenient("a\xC3\xA9"), ElementsAre('a', 0xE9));
+  // A lone continuation byte, a truncated sequence and 0xFF each become
+  // U+FFFD and decoding resumes at the next byte.
+  EXPECT_THAT(DecodeUtf8Lenient("\x80"
+                                "b\xE2\x82"
+                                "c\xFF"),
+              ElementsAre(0xFFFD, 'b', 0xFFFD, 0xFFFD, 'c', 0xFFFD));
+  EXPECT_THAT(DecodeUtf8Lenient("\xF0\x9F\x91\x8B"), ElementsAre(0x1F44B));
+  EXPECT_THAT(DecodeUtf8Lenient("\xC0\x80"), ElementsAre(0));  // overlong accepted, as llama.cpp
+  EXPECT_THAT(DecodeUtf8Lenient("\xF4\x90\x80\x80"), ElementsAre(0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD));
+}
+
+TEST(PreTokenizerTest, Llama3Contractions) {
+  EXPECT_THAT(Split("I'm you'll", kLlama3), ElementsAre("I", "'m", " you", "'ll"));
+  EXPECT_THAT(Split("I'M WE'LL they'Re", kLlama3),
+              ElementsAre("I", "'M", " WE", "'LL", " they", "'Re"));
+  // Not a contraction: the apostrophe leads the following letters.
+  EXPECT_THAT(Split("rock'n'roll", kLlama3), ElementsAre("rock", "'n", "'roll"));
+}
+
+TEST(PreTokenizerTest, DigitsInGroupsOfThreeForLlama3AndSingleForQwen2) {
+  EXPECT_THAT(Split("12345", kLlama3), ElementsAre("123", "45"));
+  EXPECT_THAT(Split("12345", kQwen2), ElementsAre("1", "2", "3", "4", "5"));
+  EXPECT_THAT(Split("abc1234def", kLlama3), ElementsAre("abc", "123", "4", "def"));
+  EXPECT_THAT(Split(" 42", kLlama3), ElementsAre(" ", "42"));
+  EXPECT_THAT(Split("x\xC2\xB2\xD9\xA3", kLlama3), ElementsAre("x", "\xC2\xB2\xD9\xA3"));  // x²٣
+}
+
+TEST(PreTokenizerTest, PunctuationSpacesAndNewlines) {
+  EXPECT_THAT(Split("Hello,  world!!\n\nok", kLlama3),
+              ElementsAre("Hello", ",", " ", " world", "!!\n\n", "ok"));
+  EXPECT_THAT(Split("a \n\n b", kLlama3), ElementsAre("a", " \n\n", " b"));
+  EXPECT_THAT(Split("x   ", kLlama3), ElementsAre("x", "   "));
+  EXPECT_THAT(Split("   word", kLlama3), ElementsAre("  ", " word"));
+  EXPECT_THAT(Split("a ... b", kLlama3), ElementsAre("a", " ...", " b"));
+  EXPECT_THAT(Split("(x)", kLlama3), ElementsAre("(x", ")"));
+  EXPECT_THAT(Split("\r\n\tfoo", kLlama3), ElementsAre("\r\n", "\tfoo"));
+  EXPECT_THAT(Split("", kLlama3), IsEmpty());
+  // qwen2 differs from llama3 only in digits.
+  EXPECT_THAT(Split("Hello,  world!!\n\nok", kQwen2),
+              ElementsAre("Hello", ",", " ", " world", "!!\n\n", "ok"));
+}
+
+TEST(PreTokenizerTest, UnicodeLettersMarksAndEmoji) {
+  EXPECT_THAT(
+      Split("na\xC3\xAFve \xD0\x9F\xD1\x80\xD0\xB8 \xE6\x97\xA5\xE6\x9C\xAC", kLlama3),
+      ElementsAre("na\xC3\xAFve", " \xD0\x9F\xD1\x80\xD0\xB8", " \xE6\x97\xA5\xE6\x9C\xAC"));
+  // A combining mark is not a letter: it ends "e" and leads "x".
+  EXPECT_THAT(Split("e\xCC\x81x", kLlama3), ElementsAre("e", "\xCC\x81x"));
+  // Emoji are "other": a space joins them with following punctuation.
+  EXPECT_THAT(Split("hi \xF0\x9F\x91\x8B\xF0\x9F\x91\x8B!", kLlama3),
+              ElementsAre("hi", " \xF0\x9F\x91\x8B\xF0\x9F\x91\x8B!"));
+  // No-break space is whitespace.
+  EXPECT_THAT(Split("a\xC2\xA0\xC2\xA0"
+                    "b",
+                    kLlama3),
+              ElementsAre("a", "\xC2\xA0",
+                          "\xC2\xA0"
+                          "b"));
+}
+
+TEST(PreTokenizerTest, InvalidUtf8BecomesReplacementCharacter) {
+  EXPECT_THAT(Split("a\xFF"
+                    "b",
+                    kLlama3),
+              ElementsAre("a",
+                          "\xEF\xBF\xBD"
+                          "b"));
+}
+
+TEST(PreTokenizerTest, Gpt2) {
+  EXPECT_THAT(Split("I'm I'M", kGpt2), ElementsAre("I", "'m", " I", "'", "M"));
+  EXPECT_THAT(Split("Hello 12345 world!!", kGpt2), ElementsAre("Hello", " 12345", " world", "!!"));
+  EXPECT_THAT(Split("  x  ", kGpt2), ElementsAre(" ", " x", "  "));
+  EXPECT_THAT(Split("a\n\nb", kGpt2), ElementsAre("a", "\n", "\n", "b"));
+}
+
+TEST(PreTokenizerTest, ConfigForPreNames) {
+  for (const char* pre : {"llama3", "llama-bpe", "llama-v3"}) {
+    absl::StatusOr<PreTokenizerConfig> c = PreTokenizerConfigFor(pre);
+    ASSERT_TRUE(c.ok()) << pre;
+    EXPECT_EQ(c->kind, kLlama3);
+    EXPECT_TRUE(c->ignore_merges);
+    EXPECT_TRUE(c->default_add_bos);
+    EXPECT_TRUE(c->clean_spaces);
+  }
+  absl::StatusOr<PreTokenizerConfig> qwen = PreTokenizerConfigFor("qwen2");
+  ASSERT_TRUE(qwen.ok());
+  EXPECT_EQ(qwen->kind, kQwen2);
+  EXPECT_FALSE(qwen->ignore_merges);
+  EXPECT_FALSE(qwen->default_add_bos);
+  EXPECT_FALSE(qwen->clean_spaces);
+  EXPECT_EQ(PreTokenizerConfigFor("gpt-2")->kind, kGpt2);
+  EXPECT_EQ(PreTokenizerConfigFor("default").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(PreTokenizerConfigFor("").status().code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace ringlm::tokenizer_internal
