@@ -234,6 +234,12 @@ void OriginRegistry::Cancel(const std::string& request_id) {
   Finish(request_id, event);
 }
 
+void OriginRegistry::DropSessionEverywhere(const v1::Plan& plan, const std::string& session_id) {
+  cleanup_.Post([this, plan, session_id] {
+    for (const v1::PlanStage& stage : plan.stages()) (void)transport_->DropSession(stage, session_id);
+  });
+}
+
 void OriginRegistry::CleanUpStages(const OriginRequest& request, uint32_t attempt,
                                    v1::FinishReason finish) {
   // Stages still working on a cancelled or failed request must stop. Their

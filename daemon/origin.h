@@ -83,6 +83,8 @@ class OriginRegistry {
   bool Deliver(const v1::DeliverTokenRequest& delivery);
   // Ends a request early (client gone, stop string): tells every stage.
   void Cancel(const std::string& request_id);
+  // Drops a kept session on every stage of `plan`, in the background.
+  void DropSessionEverywhere(const v1::Plan& plan, const std::string& session_id);
   size_t active() const;
   void Stop();
 

@@ -3,9 +3,12 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_split.h"
 #include "base/arg_parser.h"
+#include "api/openai_server.h"
+#include "daemon/cluster_backend.h"
 #include "daemon/node.h"
 #include "spdlog/spdlog.h"
 
@@ -36,7 +39,28 @@ void AddFlags(ArgParser& p) {
   p.AddOption("rpc-timeout-ms", "MS", "deadline of node-to-node control calls", "3000");
   p.AddOption("no-progress-timeout-ms", "MS", "fail a request that makes no progress this long",
               "60000");
+  p.AddOption("api-port", "N",
+              "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
+  p.AddOption("api-host", "HOST", "address the API binds", "0.0.0.0");
+  p.AddOption("api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests");
+  p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
   p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
+}
+
+// The HTTP API of a head node, when --api-port is given.
+absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
+  if (!p.Has("api-port")) return std::nullopt;
+  ApiOptions api;
+  auto port = p.GetInt("api-port", 0, 65535);
+  auto sessions = p.GetInt("max-sessions", 1, 1 << 20);
+  if (!port.ok()) return port.status();
+  if (!sessions.ok()) return sessions.status();
+  api.host = p.GetString("api-host");
+  api.port = static_cast<uint16_t>(*port);
+  api.api_key = p.GetString("api-key");
+  api.prefix_cache.enabled = !p.GetFlag("no-prefix-cache");
+  api.prefix_cache.max_sessions = static_cast<uint32_t>(*sessions);
+  return api;
 }
 
 absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
@@ -120,9 +144,12 @@ int Main(int argc, char** argv) {
   }
   spdlog::set_level(level);
   absl::StatusOr<NodeOptions> options = ReadFlags(p);
-  if (!options.ok()) {
-    std::fprintf(stderr, "ringlmd: %s\n", std::string(options.status().message()).c_str());
-    return 2;
+  absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);
+  for (const absl::Status& s : {options.status(), api_options.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
   }
   // Signals are taken by sigwait below, never by a worker thread.
   sigset_t signals;
@@ -141,9 +168,24 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
     return 1;
   }
+  std::unique_ptr<ClusterBackend> backend;
+  std::unique_ptr<ApiServer> api;
+  if (api_options->has_value()) {
+    backend = std::make_unique<ClusterBackend>(**node);
+    api = std::make_unique<ApiServer>(**api_options, backend.get());
+    if (absl::Status s = api->Start(); !s.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    const std::string host =
+        (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
+    spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
+                 api->port(), host, api->port());
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping", sig);
+  if (api) api->Stop();
   (*node)->Stop();
   return 0;
 }

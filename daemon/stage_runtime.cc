@@ -235,6 +235,9 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
   if (!bundle->weights->is_last()) {
     v1::StageStepRequest next = NextStep(request, index + 1);
     next.set_position(request.position());
+    next.set_reuse_len(request.reuse_len());  // every stage checks the claimed prefix
+    next.set_reuse_digest(request.reuse_digest());
+    next.set_fork_from(request.fork_from());
     *next.mutable_tokens() = request.tokens();
     next.set_sample(request.sample());
     next.set_generated(request.generated());

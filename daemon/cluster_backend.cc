@@ -1,0 +1,147 @@
+#include "daemon/cluster_backend.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "daemon/proto_convert.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+FinishReason FromProto(v1::FinishReason f) {
+  switch (f) {
+    case v1::FINISH_REASON_STOP:
+      return FinishReason::kStop;
+    case v1::FINISH_REASON_LENGTH:
+      return FinishReason::kLength;
+    case v1::FINISH_REASON_CANCELLED:
+      return FinishReason::kCancelled;
+    case v1::FINISH_REASON_ERROR:
+      return FinishReason::kError;
+    default:
+      return FinishReason::kNone;
+  }
+}
+
+std::string NewId(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("%s-%016x", prefix, rng());
+}
+
+// Cancels its request when dropped, unless it already ended.
+class OriginHandle : public GenerationHandle {
+ public:
+  OriginHandle(OriginRegistry& origin, std::string request_id)
+      : origin_(origin), request_id_(std::move(request_id)) {}
+  ~OriginHandle() override { Cancel(); }
+  void Cancel() override { origin_.Cancel(request_id_); }
+
+ private:
+  OriginRegistry& origin_;
+  const std::string request_id_;
+};
+
+}  // namespace
+
+ClusterBackend::ClusterBackend(Node& node) : node_(node) {}
+
+absl::Status ClusterBackend::Ready() const {
+  if (!node_.ready()) return absl::UnavailableError("the node is starting");
+  std::shared_ptr<const ClusterSnapshot> snapshot = node_.cluster().current();
+  if (!snapshot->has_plan()) {
+    return absl::UnavailableError(
+        absl::StrCat("the cluster cannot serve the model yet: ", snapshot->status.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
+    GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) {
+  RINGLM_RETURN_IF_ERROR(Ready());
+  if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  if (request.prompt.size() > context_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),
+                                                   " tokens, the context holds ",
+                                                   context_size()));
+  }
+  RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
+  OriginRequest r;
+  r.request_id = NewId("req");
+  r.session_id = request.reuse.session_id.empty() ? NewId("tmp") : request.reuse.session_id;
+  r.plan = node_.cluster().current()->plan;
+  r.prompt = std::move(request.prompt);
+  r.sampling = SamplingToProto(request.sampling);
+  r.limits.set_max_tokens(request.max_tokens);
+  r.reuse_len = request.reuse.reuse_len;
+  r.fork_from = request.reuse.fork_from;
+  r.keep_session = request.keep_session;
+  const std::string id = r.request_id;
+  RINGLM_RETURN_IF_ERROR(node_.origin().Start(std::move(r), [on_event](const OriginEvent& e) {
+    GenerationEvent g;
+    g.has_token = e.has_token;
+    g.token = e.token;
+    g.cached_tokens = e.cached_tokens;
+    g.finish = FromProto(e.finish);
+    g.error = e.error;
+    on_event(g);
+  }));
+  return std::make_unique<OriginHandle>(node_.origin(), id);
+}
+
+void ClusterBackend::DropSession(const std::string& session_id) {
+  node_.origin().DropSessionEverywhere(node_.cluster().current()->plan, session_id);
+}
+
+const Tokenizer& ClusterBackend::tokenizer() const { return node_.model().tokenizer(); }
+
+std::string ClusterBackend::model_id() const {
+  std::string name = node_.model().path();
+  if (size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") {
+    name = name.substr(0, name.size() - 5);
+  }
+  return name;
+}
+
+std::string ClusterBackend::chat_template() const {
+  absl::StatusOr<std::string> t = node_.model().file().GetString("tokenizer.chat_template");
+  return t.ok() ? *t : "";
+}
+
+uint32_t ClusterBackend::context_size() const { return node_.model().context_size(); }
+
+std::string ClusterBackend::TopologyJson() const {
+  using nlohmann::json;
+  std::shared_ptr<const ClusterSnapshot> snap = node_.cluster().current();
+  json nodes = json::array();
+  auto layers_of = [&](const std::string& id) -> json {
+    for (const Stage& s : snap->partition.stages) {
+      if (s.node_id == id) return json::array({s.first_layer, s.last_layer});
+    }
+    return nullptr;
+  };
+  nodes.push_back({{"node_id", node_.node_id()},
+                   {"address", node_.address()},
+                   {"self", true},
+                   {"usable_memory_mb", node_.capabilities().usable_memory_bytes >> 20},
+                   {"layers", layers_of(node_.node_id())}});
+  for (const PeerInfo& p : snap->peers) {
+    nodes.push_back({{"node_id", p.node_id},
+                     {"address", p.address},
+                     {"self", false},
+                     {"usable_memory_mb", p.caps.usable_memory_bytes >> 20},
+                     {"layers", layers_of(p.node_id)}});
+  }
+  json out = {{"model", model_id()},
+              {"n_layers", node_.model().config().n_layer},
+              {"epoch", snap->epoch},
+              {"ready", snap->has_plan()},
+              {"nodes", nodes}};
+  if (!snap->status.ok()) out["error"] = std::string(snap->status.message());
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace ringlm
