@@ -11,7 +11,7 @@ constexpr char kParamUrl[] = "ringlm.api/param";
 constexpr char kCodeUrl[] = "ringlm.api/code";
 
 std::string Payload(const absl::Status& status, const char* url) {
-  std::optional<absl::Cord> payload = status.GetPayload(url);
+  auto payload = status.GetPayload(url);
   return payload ? std::string(*payload) : std::string();
 }
 

@@ -56,10 +56,10 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   const std::string model_id = backend_.model_id();
   // An absent (or empty) model means the one model this cluster serves.
   if (!request.model.empty() && request.model != model_id) {
-    return WithOpenAiCode(absl::NotFoundError(absl::StrCat("The model '", request.model,
-                                                           "' does not exist; this server has '",
-                                                           model_id, "'")),
-                          "model_not_found", "model");
+    return WithOpenAiCode(
+        absl::NotFoundError(absl::StrCat("The model '", request.model,
+                                         "' does not exist; this server has '", model_id, "'")),
+        "model_not_found", "model");
   }
   if (absl::Status ready = backend_.Ready(); !ready.ok()) {
     return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
@@ -68,7 +68,8 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   std::string text = request.prompt;
   if (chat) {
     absl::StatusOr<std::string> rendered = RenderChat(format_, request.messages, true);
-    if (!rendered.ok()) return InvalidFieldError("messages", rendered.status().message());
+    if (!rendered.ok())
+      return InvalidFieldError("messages", std::string(rendered.status().message()));
     text = *std::move(rendered);
   }
   GenerationStream::Params params;
@@ -77,12 +78,11 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   if (params.prompt.empty()) return InvalidFieldError(prompt_param, "the prompt is empty");
   const uint32_t context = backend_.context_size();
   if (params.prompt.size() >= context) {
-    return WithOpenAiCode(
-        absl::InvalidArgumentError(absl::StrCat(
-            "This model's maximum context length is ", context, " tokens. However, your ",
-            prompt_param, " resulted in ", params.prompt.size(),
-            " tokens, leaving no room for a completion.")),
-        "context_length_exceeded", prompt_param);
+    return WithOpenAiCode(absl::InvalidArgumentError(absl::StrCat(
+                              "This model's maximum context length is ", context,
+                              " tokens. However, your ", prompt_param, " resulted in ",
+                              params.prompt.size(), " tokens, leaving no room for a completion.")),
+                          "context_length_exceeded", prompt_param);
   }
   // max_tokens defaults to, and is clamped to, the rest of the context.
   const int32_t remaining = static_cast<int32_t>(context - params.prompt.size());
@@ -92,16 +92,15 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   return params;
 }
 
-void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed,
-                               httplib::Response& res) {
+void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res) {
   if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
   absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
   if (!params.ok()) return SetErrorResponse(params.status(), res);
   if (running_.fetch_add(1) >= max_concurrent_) {
     running_.fetch_sub(1);
     return SetErrorResponse(
-        absl::ResourceExhaustedError(absl::StrCat(
-            "The server is overloaded: ", max_concurrent_, " requests are running; retry later")),
+        absl::ResourceExhaustedError(absl::StrCat("The server is overloaded: ", max_concurrent_,
+                                                  " requests are running; retry later")),
         res);
   }
   auto slot = std::make_unique<Slot>(running_);
@@ -115,9 +114,8 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed,
   }
 }
 
-void CompletionHandler::Respond(const CompletionRequest& request, std::unique_ptr<Slot> slot,
-                                std::unique_ptr<GenerationStream> stream,
-                                httplib::Response& res) {
+void CompletionHandler::Respond(const CompletionRequest& request, std::unique_ptr<Slot> /*slot*/,
+                                std::unique_ptr<GenerationStream> stream, httplib::Response& res) {
   std::string text;
   while (!stream->finished()) {
     if (stopping_) {
@@ -132,8 +130,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   const ResponseMeta meta{request.kind == CompletionRequest::Kind::kChat,
                           NewCompletionId(request.kind == CompletionRequest::Kind::kChat),
                           absl::ToUnixSeconds(absl::Now()), backend_.model_id()};
-  const Usage usage{stream->prompt_tokens(), stream->completion_tokens(),
-                    stream->cached_tokens()};
+  const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
   res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage)),
                   "application/json");
@@ -206,10 +203,9 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
     sink.done();
     return true;
   };
-  res.set_chunked_content_provider("text/event-stream", std::move(provider),
-                                   [state](bool success) {
-                                     if (!success) state->stream->Cancel();
-                                   });
+  res.set_chunked_content_provider("text/event-stream", std::move(provider), [state](bool success) {
+    if (!success) state->stream->Cancel();
+  });
 }
 
 }  // namespace ringlm

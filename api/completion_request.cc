@@ -106,7 +106,7 @@ absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
     s.seed = rng();
   }
   if (absl::Status valid = s.Validate(); !valid.ok()) {
-    return InvalidFieldError("", valid.message());
+    return InvalidFieldError("", std::string(valid.message()));
   }
   if (const Json* stop = Field(body, "stop")) {
     std::vector<std::string> stops;

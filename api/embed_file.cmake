@@ -9,8 +9,8 @@ string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x
 file(WRITE "${OUTPUT}.tmp"
   "// Generated from ${INPUT} by api/embed_file.cmake. Do not edit.\n"
   "#include \"api/web_page.h\"\n\n"
-  "namespace ringlm {\nnamespace {\nconst char kPage[] = {\n${bytes}0};\n}  // namespace\n\n"
-  "std::string_view EmbeddedWebPage() { return std::string_view(kPage, ${size}); }\n\n"
+  "namespace ringlm {\nnamespace {\nconst unsigned char kPage[] = {\n${bytes}0};\n}  // namespace\n\n"
+  "std::string_view EmbeddedWebPage() { return std::string_view(reinterpret_cast<const char*>(kPage), ${size}); }\n\n"
   "}  // namespace ringlm\n")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
 file(REMOVE "${OUTPUT}.tmp")

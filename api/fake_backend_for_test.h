@@ -19,9 +19,9 @@
 namespace ringlm::testing {
 
 struct FakeScript {
-  std::vector<int32_t> tokens;  // emitted in order, at most max_tokens of them
-  absl::Status submit_error;    // returned by Submit when not OK
-  absl::Status error;           // when not OK: an error event after the tokens
+  std::vector<int32_t> tokens = {};  // emitted in order, at most max_tokens of them
+  absl::Status submit_error = {};    // returned by Submit when not OK
+  absl::Status error = {};           // when not OK: an error event after the tokens
   // cached_tokens of the first event; -1 = echo request.reuse.reuse_len.
   int64_t cached_tokens = -1;
   absl::Duration delay = absl::ZeroDuration();  // before each event

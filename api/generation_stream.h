@@ -51,8 +51,7 @@ class GenerationStream {
   // outlive the stream. keep_session asks the stages to keep the KV.
   static absl::StatusOr<std::unique_ptr<GenerationStream>> Start(GenerationBackend& backend,
                                                                  PrefixCache& cache,
-                                                                 bool keep_session,
-                                                                 Params params);
+                                                                 bool keep_session, Params params);
   ~GenerationStream();
 
   // Waits up to `timeout` for backend events (not at all once terminal),

@@ -42,8 +42,8 @@ Json Reason(std::optional<std::string_view> reason) {
 
 }  // namespace
 
-Json CompletionJson(const ResponseMeta& meta, std::string_view text,
-                    std::string_view finish_reason, const Usage& usage) {
+Json CompletionJson(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason,
+                    const Usage& usage) {
   Json out = Envelope(meta, "chat.completion", "text_completion");
   Json choice = {{"index", 0}, {"finish_reason", std::string(finish_reason)}};
   if (meta.chat) {

@@ -4,7 +4,6 @@
 #include <csignal>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
@@ -38,8 +37,7 @@ struct ApiServer::Impl {
         format(DetectChatFormat(backend->chat_template())),
         cache(options.prefix_cache,
               [b](const std::string& session_id) { b->DropSession(session_id); }),
-        completions(*backend, cache, options.prefix_cache.enabled, options.max_concurrent,
-                    format),
+        completions(*backend, cache, options.prefix_cache.enabled, options.max_concurrent, format),
         created(absl::ToUnixSeconds(absl::Now())) {}
 
   void Route();
@@ -61,7 +59,7 @@ bool ApiServer::Impl::Authorized(const httplib::Request& req) const {
   if (options.api_key.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
   constexpr std::string_view kBearer = "Bearer ";
-  if (!absl::StartsWith(header, kBearer)) return false;
+  if (std::string_view(header).substr(0, kBearer.size()) != kBearer) return false;
   return ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), options.api_key);
 }
 
@@ -71,7 +69,7 @@ void ApiServer::Impl::Route() {
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!absl::StartsWith(req.path, "/v1/") || Authorized(req)) {
+    if (req.path.rfind("/v1/", 0) != 0 || Authorized(req)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SetErrorResponse(absl::UnauthenticatedError(
@@ -102,19 +100,18 @@ void ApiServer::Impl::Route() {
     SetErrorResponse(status, res);
     if (status.code() == absl::StatusCode::kUnknown) res.status = http_status;
   });
-  server.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        SetErrorResponse(absl::InternalError(absl::StrCat("Internal error handling ", req.path,
-                                                          ": ", what)),
-                         res);
-      });
+  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                                  std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SetErrorResponse(
+        absl::InternalError(absl::StrCat("Internal error handling ", req.path, ": ", what)), res);
+  });
 
   server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     completions.HandleChat(req, res);
@@ -148,7 +145,7 @@ void ApiServer::Impl::Route() {
   });
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (absl::Status ready = backend->Ready(); !ready.ok()) {
-      return SetErrorResponse(absl::UnavailableError(ready.message()), res);
+      return SetErrorResponse(absl::UnavailableError(std::string(ready.message())), res);
     }
     res.set_content(R"({"status":"ok"})", "application/json");
   });

@@ -24,10 +24,10 @@ namespace ringlm {
 
 struct ApiOptions {
   std::string host = "0.0.0.0";
-  uint16_t port = 8080;  // 0 = any free port (see ApiServer::port())
-  std::string api_key;   // empty = no authentication
+  uint16_t port = 8080;             // 0 = any free port (see ApiServer::port())
+  std::string api_key;              // empty = no authentication
   size_t max_body_bytes = 4 << 20;  // larger request bodies get 413
-  int max_concurrent = 64;  // generations running at once; more get 503
+  int max_concurrent = 64;          // generations running at once; more get 503
   PrefixCacheOptions prefix_cache;
 };
 

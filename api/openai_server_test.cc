@@ -1,0 +1,542 @@
+// The HTTP API over real loopback HTTP, against a scripted backend.
+#include "api/openai_server.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "api/fake_backend_for_test.h"
+#include "api/web_page.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "inference/tokenizer/llama2c_vocab_for_test.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+using Json = nlohmann::json;
+using testing::FakeBackend;
+using testing::FakeScript;
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<Vocabulary> vocab =
+        testing::LoadLlama2cVocabulary(testing::SharedPath("models/tok512.bin"));
+    ASSERT_TRUE(vocab.ok()) << vocab.status();
+    tokenizer_ = Tokenizer::Create(*std::move(vocab))->release();
+  }
+
+  void StartServer(ApiOptions options = {}, uint32_t context = 512) {
+    backend_ = std::make_unique<FakeBackend>(*tokenizer_, context);
+    options.host = "127.0.0.1";
+    options.port = 0;
+    server_ = std::make_unique<ApiServer>(options, backend_.get());
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_NE(server_->port(), 0);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    server_.reset();
+    backend_.reset();
+  }
+
+  std::unique_ptr<httplib::Client> Client() {
+    auto client = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client->set_read_timeout(10, 0);
+    return client;
+  }
+  httplib::Result Post(const std::string& path, const std::string& body,
+                       httplib::Headers headers = {}) {
+    return Client()->Post(path.c_str(), headers, body, "application/json");
+  }
+
+  // The tokens of `text` and the text they stream back as (with the SPM space).
+  static std::vector<int32_t> Tokens(const std::string& text) {
+    return tokenizer_->Encode(text, false, false);
+  }
+  static std::string Pieces(const std::vector<int32_t>& ids) {
+    std::string out;
+    for (int32_t id : ids) out += tokenizer_->TokenToPiece(id);
+    return out;
+  }
+  void Script(const std::string& text, FakeScript base = {}) {
+    base.tokens = Tokens(text);
+    backend_->SetScript([base](const GenerationRequest&) { return base; });
+  }
+
+  static void ExpectError(const httplib::Result& r, int status, const std::string& type,
+                          const Json& code, const Json& param) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    Json body = Json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(body.contains("error")) << r->body;
+    const Json& e = body["error"];
+    EXPECT_TRUE(e["message"].is_string());
+    EXPECT_FALSE(e["message"].get<std::string>().empty());
+    EXPECT_EQ(e["type"], type) << r->body;
+    EXPECT_EQ(e["code"], code) << r->body;
+    EXPECT_EQ(e["param"], param) << r->body;
+  }
+
+  static inline Tokenizer* tokenizer_ = nullptr;
+  std::unique_ptr<FakeBackend> backend_;
+  std::unique_ptr<ApiServer> server_;
+};
+
+const char kHello[] = R"({"messages":[{"role":"user","content":"Hello"}]})";
+
+// Splits an SSE body into the JSON of its frames; the last must be [DONE].
+std::vector<Json> SseFrames(const std::string& body) {
+  std::vector<Json> frames;
+  EXPECT_TRUE(body.size() >= 14 && body.substr(body.size() - 14) == "data: [DONE]\n\n") << body;
+  for (absl::string_view frame : absl::StrSplit(body, "\n\n", absl::SkipEmpty())) {
+    EXPECT_TRUE(frame.substr(0, 6) == "data: ") << frame;
+    EXPECT_EQ(frame.find('\n'), absl::string_view::npos) << frame;
+    if (frame == "data: [DONE]") break;
+    frames.push_back(Json::parse(std::string(frame.substr(6))));
+  }
+  return frames;
+}
+
+TEST_F(ApiServerTest, ChatCompletionHasOpenAiShape) {
+  StartServer();
+  Script("Once upon a time", FakeScript{.cached_tokens = 3});
+  httplib::Result r = Post("/v1/chat/completions", kHello);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_GT(j["created"].get<int64_t>(), 1700000000);
+  EXPECT_EQ(j["model"], "stories260K");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], Pieces(Tokens("Once upon a time")));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+
+  std::vector<GenerationRequest> sent = backend_->submitted();
+  ASSERT_EQ(sent.size(), 1u);
+  // The plain transcript, tokenized with BOS.
+  EXPECT_EQ(sent[0].prompt, tokenizer_->Encode("User: Hello\nAssistant:", true, true));
+  const Json& usage = j["usage"];
+  EXPECT_EQ(usage["prompt_tokens"], sent[0].prompt.size());
+  EXPECT_EQ(usage["completion_tokens"], Tokens("Once upon a time").size());
+  EXPECT_EQ(usage["total_tokens"], sent[0].prompt.size() + Tokens("Once upon a time").size());
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 3);
+  // OpenAI defaults, and max_tokens = the rest of the context.
+  EXPECT_EQ(sent[0].max_tokens, static_cast<int32_t>(512 - sent[0].prompt.size()));
+  EXPECT_FLOAT_EQ(sent[0].sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(sent[0].sampling.top_p, 1.0f);
+}
+
+TEST_F(ApiServerTest, SamplingFieldsReachTheBackend) {
+  StartServer();
+  Script("Hi");
+  httplib::Result r = Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],
+      "model":"stories260K","temperature":0,"top_p":0.5,"seed":7,"max_tokens":9,
+      "presence_penalty":1,"frequency_penalty":0.5})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  GenerationRequest sent = backend_->submitted().at(0);
+  EXPECT_EQ(sent.sampling.temperature, 0.0f);
+  EXPECT_EQ(sent.sampling.top_p, 0.5f);
+  EXPECT_EQ(sent.sampling.seed, 7u);
+  EXPECT_EQ(sent.sampling.presence_penalty, 1.0f);
+  EXPECT_EQ(sent.sampling.frequency_penalty, 0.5f);
+  EXPECT_EQ(sent.max_tokens, 9);
+}
+
+TEST_F(ApiServerTest, MaxTokensEndsWithLength) {
+  StartServer();
+  Script("Once upon a time there was a cat");
+  httplib::Result r = Post("/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"x"}],"max_tokens":2})");
+  ASSERT_TRUE(r);
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(j["choices"][0]["message"]["content"],
+            Pieces({Tokens("Once upon a time there was a cat")[0],
+                    Tokens("Once upon a time there was a cat")[1]}));
+}
+
+TEST_F(ApiServerTest, StreamingFramesAreExact) {
+  StartServer();
+  const std::string text = "Once upon a time";
+  Script(text, FakeScript{.cached_tokens = 2});
+  httplib::Result r =
+      Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"Hello"}],
+           "stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<Json> frames = SseFrames(r->body);
+  ASSERT_GE(frames.size(), 4u) << r->body;
+  const std::string id = frames[0]["id"];
+  EXPECT_EQ(id.rfind("chatcmpl-", 0), 0u);
+  for (const Json& f : frames) {
+    EXPECT_EQ(f["id"], id);
+    EXPECT_EQ(f["object"], "chat.completion.chunk");
+    EXPECT_EQ(f["model"], "stories260K");
+  }
+  // First: the role. Then content pieces. Then an empty delta with the reason.
+  EXPECT_EQ(frames[0]["choices"][0]["delta"], (Json{{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(frames[0]["choices"][0]["finish_reason"].is_null());
+  std::string content;
+  for (size_t i = 1; i + 2 < frames.size(); ++i) {
+    const Json& choice = frames[i]["choices"][0];
+    EXPECT_TRUE(choice["finish_reason"].is_null());
+    EXPECT_EQ(choice["delta"].size(), 1u) << choice;
+    content += choice["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(content, Pieces(Tokens(text)));
+  const Json& last = frames[frames.size() - 2];
+  EXPECT_EQ(last["choices"][0]["delta"], Json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  const Json& usage = frames.back();
+  EXPECT_EQ(usage["choices"], Json::array());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], Tokens(text).size());
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+}
+
+TEST_F(ApiServerTest, StreamingWithoutIncludeUsageHasNoUsageChunk) {
+  StartServer();
+  Script("Hi there");
+  httplib::Result r =
+      Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"stream":true})");
+  ASSERT_TRUE(r);
+  std::vector<Json> frames = SseFrames(r->body);
+  ASSERT_GE(frames.size(), 2u);
+  EXPECT_EQ(frames.back()["choices"][0]["finish_reason"], "stop");
+  for (const Json& f : frames) EXPECT_FALSE(f.contains("usage"));
+}
+
+TEST_F(ApiServerTest, TextCompletionsStreamAndNot) {
+  StartServer();
+  Script("a cat");
+  httplib::Result r = Post("/v1/completions", R"({"prompt":"Once upon a time"})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["choices"][0]["text"], Pieces(Tokens("a cat")));
+  EXPECT_EQ(backend_->submitted().at(0).prompt, tokenizer_->Encode("Once upon a time", true, true));
+
+  r = Post("/v1/completions", R"({"prompt":"Once","stream":true})");
+  ASSERT_TRUE(r);
+  std::vector<Json> frames = SseFrames(r->body);
+  std::string text;
+  for (const Json& f : frames) {
+    EXPECT_EQ(f["object"], "text_completion");
+    text += f["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, Pieces(Tokens("a cat")));
+  EXPECT_EQ(frames.back()["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ApiServerTest, StopStringAcrossTokensCutsAndCancels) {
+  StartServer();
+  const std::string text = "Once upon a time there was a cat who lived in a big house";
+  Script(text, FakeScript{.delay = absl::Milliseconds(2)});
+  const std::string full = Pieces(Tokens(text));
+  // "e was" spans the tokens of "there" and "was".
+  httplib::Result r =
+      Post("/v1/chat/completions",
+           R"({"messages":[{"role":"user","content":"x"}],"stop":["e was","zzz"]})");
+  ASSERT_TRUE(r);
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], full.substr(0, full.find("e was")));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(j["usage"]["completion_tokens"].get<size_t>(), Tokens(text).size());
+  EXPECT_EQ(backend_->cancels(), 1);  // generation stopped early
+}
+
+TEST_F(ApiServerTest, StreamingHoldsBackAPossibleStopAndNeverLeaksIt) {
+  StartServer();
+  const std::string text = "Once upon a time there was a cat";
+  Script(text);
+  const std::string full = Pieces(Tokens(text));
+  // "a timer" never occurs: "a time" is held back until " there" rules it out.
+  httplib::Result r =
+      Post("/v1/chat/completions",
+           R"({"messages":[{"role":"user","content":"x"}],"stream":true,"stop":"a timer"})");
+  ASSERT_TRUE(r);
+  std::vector<Json> frames = SseFrames(r->body);
+  std::string content;
+  const std::string stop = "a timer";
+  for (size_t i = 1; i + 1 < frames.size(); ++i) {
+    const std::string piece = frames[i]["choices"][0]["delta"]["content"];
+    content += piece;
+    for (size_t len = 1; len < stop.size() && len <= content.size(); ++len) {
+      EXPECT_NE(content.substr(content.size() - len), stop.substr(0, len))
+          << "emitted a possible stop start: '" << content << "'";
+    }
+  }
+  EXPECT_EQ(content, full);
+
+  // A real stop in a stream: nothing of it leaks, finish_reason stop.
+  r = Post("/v1/chat/completions",
+           R"({"messages":[{"role":"user","content":"x"}],"stream":true,"stop":["re was"]})");
+  ASSERT_TRUE(r);
+  frames = SseFrames(r->body);
+  content.clear();
+  for (size_t i = 1; i + 1 < frames.size(); ++i) {
+    content += frames[i]["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_EQ(content, full.substr(0, full.find("re was")));
+  EXPECT_EQ(frames.back()["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ApiServerTest, RequestErrorsHaveOpenAiShape) {
+  ApiOptions options;
+  options.max_body_bytes = 4096;
+  StartServer(options, /*context=*/32);
+  Script("Hi");
+  ExpectError(Post("/v1/chat/completions", "{oops"), 400, "invalid_request_error", nullptr,
+              nullptr);
+  ExpectError(Post("/v1/chat/completions", R"({"messages":[]})"), 400, "invalid_request_error",
+              nullptr, "messages");
+  ExpectError(Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})"),
+              400, "invalid_request_error", nullptr, "temperature");
+  ExpectError(Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})"),
+              400, "invalid_request_error", nullptr, "max_tokens");
+  ExpectError(Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"n":2})"),
+              400, "invalid_request_error", nullptr, "n");
+  ExpectError(Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"x"}],"model":"gpt-4"})"),
+              404, "invalid_request_error", "model_not_found", "model");
+  ExpectError(
+      Post("/v1/chat/completions",
+           Json{{"messages", {{{"role", "user"}, {"content", std::string(200, 'x')}}}}}.dump()),
+      400, "invalid_request_error", "context_length_exceeded", "messages");
+  ExpectError(Post("/v1/completions", Json{{"prompt", std::string(8000, 'x')}}.dump()), 413,
+              "invalid_request_error", "request_too_large", nullptr);
+  ExpectError(Client()->Get("/v1/nothing"), 404, "invalid_request_error", "not_found", nullptr);
+  EXPECT_TRUE(backend_->submitted().empty());  // none of these reached the backend
+}
+
+TEST_F(ApiServerTest, BackendErrorsMapToStatuses) {
+  StartServer();
+  Script("", FakeScript{.submit_error = absl::InternalError("boom")});
+  ExpectError(Post("/v1/chat/completions", kHello), 500, "server_error", nullptr, nullptr);
+  Script("", FakeScript{.submit_error = absl::ResourceExhaustedError("busy")});
+  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "server_overloaded",
+              nullptr);
+  Script("Hi there", FakeScript{.error = absl::UnavailableError("stage 2 died")});
+  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "service_unavailable",
+              nullptr);
+  // Streaming: headers are sent, so the error arrives in-band before [DONE].
+  httplib::Result r =
+      Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"stream":true})");
+  ASSERT_TRUE(r);
+  std::vector<Json> frames = SseFrames(r->body);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames.back()["error"]["code"], "service_unavailable");
+}
+
+TEST_F(ApiServerTest, NotReadyAndOverloadedGet503) {
+  ApiOptions options;
+  options.max_concurrent = 1;
+  StartServer(options);
+  backend_->SetReady(absl::UnavailableError("waiting for 2 more nodes"));
+  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "service_unavailable",
+              nullptr);
+  backend_->SetReady(absl::OkStatus());
+  Script("Once upon a time there was", FakeScript{.delay = absl::Milliseconds(100)});
+  std::thread slow([this] { Post("/v1/chat/completions", kHello); });
+  for (int i = 0; i < 500 && backend_->submitted().empty(); ++i)
+    absl::SleepFor(absl::Milliseconds(2));
+  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "server_overloaded",
+              nullptr);
+  slow.join();
+  httplib::Result r = Post("/v1/chat/completions", kHello);  // the slot is free again
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ApiServerTest, ApiKeyIsRequiredOnV1Paths) {
+  ApiOptions options;
+  options.api_key = "sekrit";
+  StartServer(options);
+  Script("Hi");
+  ExpectError(Post("/v1/chat/completions", kHello), 401, "authentication_error", "invalid_api_key",
+              nullptr);
+  ExpectError(Post("/v1/chat/completions", kHello, {{"Authorization", "Bearer wrong"}}), 401,
+              "authentication_error", "invalid_api_key", nullptr);
+  ExpectError(Client()->Get("/v1/models"), 401, "authentication_error", "invalid_api_key", nullptr);
+  httplib::Result ok = Post("/v1/chat/completions", kHello, {{"Authorization", "Bearer sekrit"}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  httplib::Result health = Client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(ApiServerTest, ModelsHealthTopologyAndPage) {
+  StartServer();
+  httplib::Result r = Client()->Get("/v1/models");
+  ASSERT_TRUE(r);
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0]["id"], "stories260K");
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(Json::parse(Client()->Get("/v1/models/stories260K")->body)["id"], "stories260K");
+  ExpectError(Client()->Get("/v1/models/gpt-4"), 404, "invalid_request_error", "model_not_found",
+              "model");
+
+  backend_->SetReady(absl::UnavailableError("no stage holds layers 4-5"));
+  httplib::Result health = Client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_NE(health->body.find("no stage holds layers 4-5"), std::string::npos);
+  backend_->SetReady(absl::OkStatus());
+  health = Client()->Get("/health");
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(Json::parse(health->body), (Json{{"status", "ok"}}));
+
+  EXPECT_EQ(Client()->Get("/v1/topology")->body, R"({"nodes":[{"id":"n1"}]})");
+  httplib::Result page = Client()->Get("/");
+  ASSERT_TRUE(page);
+  if (EmbeddedWebPage().empty()) {
+    EXPECT_EQ(page->status, 404);
+  } else {
+    EXPECT_EQ(page->status, 200);
+    EXPECT_EQ(page->body, EmbeddedWebPage());
+    EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  }
+}
+
+TEST_F(ApiServerTest, ConcurrentStreamsNeverCross) {
+  StartServer();
+  // Each client's prompt names its story; the fake answers with that story.
+  backend_->SetScript([](const GenerationRequest& request) {
+    const std::string prompt = tokenizer_->Decode(request.prompt);
+    const size_t at = prompt.find("story ");
+    const std::string n = prompt.substr(at + 6, 1);
+    FakeScript s;
+    s.tokens = Tokens("The dog number " + n + " ran to the park " + n + " times.");
+    s.delay = absl::Milliseconds(3);
+    return s;
+  });
+  constexpr int kClients = 8;
+  std::vector<std::string> got(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([this, i, &got] {
+      Json body = {{"messages", {{{"role", "user"}, {"content", absl::StrCat("story ", i)}}}},
+                   {"stream", true}};
+      httplib::Result r = Post("/v1/chat/completions", body.dump());
+      if (!r) return;
+      for (const Json& f : SseFrames(r->body)) {
+        const Json& delta = f["choices"][0]["delta"];
+        if (delta.contains("content")) got[i] += delta["content"].get<std::string>();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(
+        got[i],
+        Pieces(Tokens(absl::StrCat("The dog number ", i, " ran to the park ", i, " times."))));
+  }
+}
+
+TEST_F(ApiServerTest, ClientDisconnectCancelsGeneration) {
+  StartServer();
+  std::vector<int32_t> many;
+  for (int i = 0; i < 50; ++i) {
+    for (int32_t t : Tokens(" and then")) many.push_back(t);
+  }
+  backend_->SetScript([many](const GenerationRequest&) {
+    return FakeScript{.tokens = many, .delay = absl::Milliseconds(10)};
+  });
+  {
+    auto client = Client();
+    int chunks = 0;
+    httplib::Result r = client->Post(
+        "/v1/chat/completions", httplib::Headers{},
+        R"({"messages":[{"role":"user","content":"x"}],"stream":true})", "application/json");
+    (void)r;
+    // The plain Post above reads the whole stream; use a receiver that hangs up.
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/chat/completions";
+    req.body = R"({"messages":[{"role":"user","content":"y"}],"stream":true})";
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&chunks](const char*, size_t, uint64_t, uint64_t) {
+      return ++chunks < 3;  // read a little, then hang up
+    };
+    httplib::Result aborted = client->send(req);
+    EXPECT_FALSE(aborted);
+  }
+  ASSERT_EQ(backend_->submitted().size(), 2u);
+  for (int i = 0; i < 300 && backend_->cancels() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(backend_->cancels(), 1);  // the first stream ran to the end
+}
+
+TEST_F(ApiServerTest, SecondTurnReusesTheFirstTurnsSession) {
+  StartServer();
+  const std::string reply = " Once upon a time";
+  Script(reply.substr(1));
+  Json turn1 = {{"messages", {{{"role", "user"}, {"content", "Tell me a story"}}}},
+                {"temperature", 0}};
+  httplib::Result r1 = Post("/v1/chat/completions", turn1.dump());
+  ASSERT_TRUE(r1);
+  ASSERT_EQ(r1->status, 200) << r1->body;
+  const std::string content = Json::parse(r1->body)["choices"][0]["message"]["content"];
+  EXPECT_EQ(Json::parse(r1->body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  Json turn2 = turn1;
+  turn2["messages"].push_back({{"role", "assistant"}, {"content", content}});
+  turn2["messages"].push_back({{"role", "user"}, {"content", "More"}});
+  httplib::Result r2 = Post("/v1/chat/completions", turn2.dump());
+  ASSERT_TRUE(r2);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+
+  std::vector<GenerationRequest> sent = backend_->submitted();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0].reuse.reuse_len, 0u);
+  EXPECT_FALSE(sent[0].reuse.session_id.empty());
+  EXPECT_TRUE(sent[0].keep_session);
+  EXPECT_EQ(sent[1].reuse.session_id, sent[0].reuse.session_id);  // continued in place
+  EXPECT_TRUE(sent[1].reuse.fork_from.empty());
+  // At least the whole first prompt is reused; never more than what its KV holds.
+  EXPECT_GE(sent[1].reuse.reuse_len, sent[0].prompt.size());
+  EXPECT_LE(sent[1].reuse.reuse_len, sent[0].prompt.size() + Tokens(reply.substr(1)).size() - 1);
+  for (size_t i = 0; i < sent[1].reuse.reuse_len; ++i) {
+    const int32_t recorded = i < sent[0].prompt.size()
+                                 ? sent[0].prompt[i]
+                                 : Tokens(reply.substr(1))[i - sent[0].prompt.size()];
+    ASSERT_EQ(sent[1].prompt[i], recorded) << i;
+  }
+  EXPECT_EQ(Json::parse(r2->body)["usage"]["prompt_tokens_details"]["cached_tokens"],
+            sent[1].reuse.reuse_len);
+}
+
+TEST_F(ApiServerTest, NoPrefixCacheMeansNoReuse) {
+  ApiOptions options;
+  options.prefix_cache.enabled = false;
+  StartServer(options);
+  Script("Hi");
+  ASSERT_EQ(Post("/v1/chat/completions", kHello)->status, 200);
+  ASSERT_EQ(Post("/v1/chat/completions", kHello)->status, 200);
+  for (const GenerationRequest& sent : backend_->submitted()) {
+    EXPECT_EQ(sent.reuse.reuse_len, 0u);
+    EXPECT_FALSE(sent.keep_session);
+  }
+}
+
+}  // namespace
+}  // namespace ringlm

@@ -49,7 +49,7 @@ TEST(StopFilterTest, EarliestOfSeveralStopsWins) {
 }
 
 TEST(StopFilterTest, HeldTailStartsOnCharacterBoundary) {
-  StopFilter f({"\xC3\xA9t\xC3\xA9"});  // "été"
+  StopFilter f({"\xC3\xA9t\xC3\xA9"});      // "été"
   EXPECT_EQ(f.Push("caf\xC3\xA9"), "caf");  // "é" could start "été"
   EXPECT_EQ(f.Push("!"), "\xC3\xA9!");
 }

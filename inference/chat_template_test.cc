@@ -33,7 +33,9 @@ TEST(ChatTemplateTest, ChatML) {
             "<|im_start|>user\nWho are you<|im_end|>\n"
             "<|im_start|>assistant\n");
   const std::string no_prompt = Render(ChatFormat::kChatML, false);
-  EXPECT_EQ(no_prompt.substr(no_prompt.size() - 22), "user\nWho are you<|im_end|>\n");
+  const std::string tail = "<|im_start|>user\nWho are you<|im_end|>\n";
+  ASSERT_GE(no_prompt.size(), tail.size());
+  EXPECT_EQ(no_prompt.substr(no_prompt.size() - tail.size()), tail);
 }
 
 TEST(ChatTemplateTest, Llama2WithSystemBlock) {

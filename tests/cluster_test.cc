@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
 #include "tests/daemon_harness.h"
+#include "tests/loopback_cluster.h"
 
 namespace ringlm {
 namespace {
@@ -26,82 +27,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 using testing::ChildProcess;
-
-// Three (or more) daemons on 127.0.0.1 with their own ports and state dirs.
-class LoopbackCluster {
- public:
-  struct Options {
-    std::string model = "stories260K-f32.gguf";
-    std::vector<int> memory_mb = {4000, 2000, 2000};
-    bool broadcast = true;  // else --no-broadcast with --peers
-    std::vector<std::string> extra_args;
-  };
-
-  explicit LoopbackCluster(Options options) : options_(std::move(options)) {
-    dir_ = testing::MakeTempDir("ringlm-cluster");
-    discovery_port_ = testing::FreeUdpPort();
-    for (size_t i = 0; i < options_.memory_mb.size(); ++i) ports_.push_back(testing::FreeTcpPort());
-    for (size_t i = 0; i < ports_.size(); ++i) StartNode(i);
-  }
-
-  void StartNode(size_t i) {
-    std::vector<std::string> argv = {testing::RinglmdPath(),
-                                     "--model", testing::ModelPath(options_.model),
-                                     "--grpc-host", "127.0.0.1",
-                                     "--grpc-port", std::to_string(ports_[i]),
-                                     "--discovery-port", std::to_string(discovery_port_),
-                                     "--memory-mb", std::to_string(options_.memory_mb[i]),
-                                     "--state-dir", absl::StrCat(dir_, "/state", i),
-                                     "--threads", "1",
-                                     "--loopback-only"};
-    if (!options_.broadcast) {
-      std::vector<std::string> peers;
-      for (size_t j = 0; j < ports_.size(); ++j) {
-        if (j != i) peers.push_back(absl::StrCat("127.0.0.1:", ports_[j]));
-      }
-      argv.insert(argv.end(), {"--no-broadcast", "--peers", absl::StrJoin(peers, ",")});
-    }
-    argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
-    if (nodes_.size() <= i) nodes_.resize(i + 1);
-    auto child = ChildProcess::Start(argv, absl::StrCat(dir_, "/node", i, ".log"));
-    ASSERT_TRUE(child.ok()) << child.status();
-    nodes_[i] = std::move(*child);
-  }
-
-  std::string Address(size_t i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
-  ChildProcess& node(size_t i) { return *nodes_[i]; }
-  size_t size() const { return nodes_.size(); }
-  uint16_t discovery_port() const { return discovery_port_; }
-
-  // `ringlm status --json` against node i; null on failure.
-  json Status(size_t i) const {
-    testing::CommandResult r = testing::RunCommand(
-        absl::StrCat(testing::RinglmPath(), " status --json --node ", Address(i), " 2>/dev/null"), false);
-    if (r.exit_code != 0) return nullptr;
-    return json::parse(r.output, nullptr, false);
-  }
-
-  // True when node i sees `n` nodes and a plan over all of them.
-  bool Formed(size_t i, size_t n) const {
-    json s = Status(i);
-    return s.is_object() && s["nodes"].size() == n && s["plan"]["stages"].size() == n;
-  }
-
-  std::string Logs() {
-    std::string all;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i]) absl::StrAppend(&all, "--- node ", i, " ---\n", nodes_[i]->Log());
-    }
-    return all;
-  }
-
- private:
-  Options options_;
-  std::string dir_;
-  uint16_t discovery_port_ = 0;
-  std::vector<uint16_t> ports_;
-  std::vector<std::unique_ptr<ChildProcess>> nodes_;
-};
+using testing::LoopbackCluster;
 
 json References() {
   std::ifstream in(std::string(RINGLM_SHARED_DIR) + "/refs/stories260k_llamacpp.json");
@@ -156,8 +82,7 @@ TEST_P(ClusterByBroadcastTest, FormsAgreesAndMatchesOneProcess) {
   options.model = GetParam();
   const auto start = std::chrono::steady_clock::now();
   LoopbackCluster cluster(options);
-  bool formed = testing::WaitFor(
-      [&] { return cluster.Formed(0, 3) && cluster.Formed(1, 3) && cluster.Formed(2, 3); }, 20s);
+  bool formed = testing::WaitFor([&] { return cluster.AllFormed(); }, 20s);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(formed) << cluster.Logs();
@@ -185,9 +110,7 @@ TEST(ClusterTest, StaticPeersWithoutBroadcast) {
   LoopbackCluster::Options options;
   options.broadcast = false;
   LoopbackCluster cluster(options);
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return cluster.Formed(0, 3) && cluster.Formed(1, 3) && cluster.Formed(2, 3); }, 20s))
-      << cluster.Logs();
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 20s)) << cluster.Logs();
   ExpectSamePartitionEverywhere(cluster);
   const std::string prompt = "Once upon a time";
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", prompt, 64);
@@ -227,7 +150,7 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   });
   ASSERT_TRUE(testing::WaitFor([&] { return tokens > 50 || done; }, 20s)) << cluster.Logs();
   ASSERT_FALSE(done.load()) << result << cluster.Logs();
-  cluster.node(middle).Signal(SIGKILL);
+  cluster.KillNode(middle);
   const auto killed = std::chrono::steady_clock::now();
   const bool ended = testing::WaitFor([&] { return done.load(); }, 30s);
   const double fail_s =

@@ -1,0 +1,277 @@
+// The OpenAI-compatible API on a real 3-node cluster: the prefix cache gives
+// exactly the replies of an uncached run, reports the reused length, and
+// recovers from lost caches; concurrent streams never cross.
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "inference/chat_template.h"
+#include "inference/generator.h"
+#include "inference/model.h"
+#include "nlohmann/json.hpp"
+#include "proto/ringlm.grpc.pb.h"
+#include "tests/loopback_cluster.h"
+
+namespace ringlm {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::LoopbackCluster;
+
+constexpr int kMaxTokens = 24;
+const char* kModel = "stories260K-f32.gguf";
+
+struct Reply {
+  int status = 0;
+  std::string content;
+  int cached = -1;
+  int prompt_tokens = -1;
+};
+
+Reply Chat(uint16_t port, const json& messages) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  json body = {{"messages", messages}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
+  auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+  Reply r;
+  if (!res) return r;
+  r.status = res->status;
+  json out = json::parse(res->body, nullptr, false);
+  if (res->status != 200 || !out.is_object()) {
+    r.content = res->body;
+    return r;
+  }
+  r.content = out["choices"][0]["message"]["content"];
+  r.cached = out["usage"]["prompt_tokens_details"]["cached_tokens"];
+  r.prompt_tokens = out["usage"]["prompt_tokens"];
+  return r;
+}
+
+// What one process computes for the same chat: prompt ids, generated ids.
+class LocalReference {
+ public:
+  LocalReference() {
+    ModelOptions options;
+    options.context_size = 1024;
+    model_ = std::move(*Model::Load(testing::ModelPath(kModel), options));
+    generator_ = std::make_unique<LocalGenerator>(*model_, nullptr);
+  }
+
+  std::vector<int32_t> PromptIds(const json& messages) const {
+    std::vector<ChatMessage> chat;
+    for (const json& m : messages) chat.push_back({m["role"], m["content"]});
+    std::string text = *RenderChat(ChatFormat::kPlain, chat, true);
+    return model_->tokenizer().Encode(text, true, true);
+  }
+
+  std::vector<int32_t> Generate(const std::vector<int32_t>& prompt) const {
+    GenerateOptions options;
+    options.max_tokens = kMaxTokens;
+    options.sampling.temperature = 0;
+    return *generator_->Generate(prompt, options);
+  }
+
+  std::string Text(const std::vector<int32_t>& ids) const {
+    StreamingDecoder decoder(model_->tokenizer());
+    std::string text;
+    for (int32_t id : ids) text += decoder.Push(id);
+    return text + decoder.Flush();
+  }
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<LocalGenerator> generator_;
+};
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+LoopbackCluster::Options HeadOptions(std::vector<std::string> head_args = {}) {
+  LoopbackCluster::Options o;
+  o.api = true;
+  o.extra_args = {"--ctx-size", "1024"};
+  o.head_extra_args = std::move(head_args);
+  return o;
+}
+
+const std::vector<std::string> kTurns = {
+    "Tell me a story about a cat.", "What did the cat find?", "Was the cat happy?",
+    "Who came to visit?",           "What did they eat?",     "How did the day end?"};
+
+TEST(ApiClusterTest, SixTurnConversationIsTheSameWithAndWithoutTheCache) {
+  LoopbackCluster cached(HeadOptions());
+  LoopbackCluster uncached(HeadOptions({"--no-prefix-cache"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return cached.AllFormed() && uncached.AllFormed(); }, 30s))
+      << cached.Logs() << uncached.Logs();
+  LocalReference local;
+  json messages = json::array();
+  std::vector<int32_t> previous_kv;  // what the stages hold after the last turn
+  for (size_t turn = 0; turn < kTurns.size(); ++turn) {
+    SCOPED_TRACE(absl::StrCat("turn ", turn + 1));
+    messages.push_back({{"role", "user"}, {"content", kTurns[turn]}});
+    Reply a = Chat(cached.api_port(), messages);
+    Reply b = Chat(uncached.api_port(), messages);
+    ASSERT_EQ(a.status, 200) << a.content << cached.Logs();
+    ASSERT_EQ(b.status, 200) << b.content;
+    EXPECT_EQ(a.content, b.content);
+    EXPECT_EQ(b.cached, 0);
+    const std::vector<int32_t> prompt = local.PromptIds(messages);
+    const std::vector<int32_t> generated = local.Generate(prompt);
+    EXPECT_EQ(a.content, local.Text(generated));
+    EXPECT_EQ(a.prompt_tokens, static_cast<int>(prompt.size()));
+    if (turn > 0) {
+      const size_t expected = std::min(CommonPrefix(prompt, previous_kv), prompt.size() - 1);
+      EXPECT_GT(a.cached, 0);
+      EXPECT_EQ(a.cached, static_cast<int>(expected));
+    }
+    previous_kv = prompt;
+    previous_kv.insert(previous_kv.end(), generated.begin(), generated.end() - 1);
+    messages.push_back({{"role", "assistant"}, {"content", a.content}});
+  }
+  // Editing turn 3 and resending: a shorter prefix is reused, same output.
+  json edited(messages.begin(), messages.begin() + 5);
+  edited[4]["content"] = "Was the dog sad?";
+  Reply ea = Chat(cached.api_port(), edited);
+  Reply eb = Chat(uncached.api_port(), edited);
+  ASSERT_EQ(ea.status, 200);
+  EXPECT_EQ(ea.content, eb.content);
+  EXPECT_EQ(ea.content, local.Text(local.Generate(local.PromptIds(edited))));
+  // Resending an identical request: everything but the last token is reused.
+  Reply ra = Chat(cached.api_port(), edited);
+  EXPECT_EQ(ra.content, eb.content);
+  EXPECT_EQ(ra.cached, ra.prompt_tokens - 1);
+}
+
+// Drops every session a node holds, as an eviction would.
+void DropAllSessions(const std::string& address) {
+  auto stub = v1::RingNode::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::CacheStatsRequest req;
+  req.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  v1::CacheStatsReply stats;
+  ASSERT_TRUE(stub->CacheStats(&ctx, req, &stats).ok());
+  ASSERT_GT(stats.sessions_size(), 0);
+  for (const v1::SessionStats& s : stats.sessions()) {
+    grpc::ClientContext drop_ctx;
+    drop_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1::DropSessionRequest drop;
+    drop.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    drop.set_session_id(s.session_id());
+    v1::DropSessionReply reply;
+    ASSERT_TRUE(stub->DropSession(&drop_ctx, drop, &reply).ok());
+    EXPECT_TRUE(reply.dropped());
+  }
+}
+
+TEST(ApiClusterTest, LostCachesEndInADetectedMissAndTheSameOutput) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  LocalReference local;
+  json messages = json::array();
+  auto turn = [&](const std::string& text) {
+    messages.push_back({{"role", "user"}, {"content", text}});
+    Reply r = Chat(cluster.api_port(), messages);
+    EXPECT_EQ(r.status, 200) << r.content << cluster.Logs();
+    EXPECT_EQ(r.content, local.Text(local.Generate(local.PromptIds(messages))));
+    messages.push_back({{"role", "assistant"}, {"content", r.content}});
+    return r;
+  };
+  turn(kTurns[0]);
+  EXPECT_GT(turn(kTurns[1]).cached, 0);
+
+  // A stage restarts between turns: its sessions are gone.
+  json status = cluster.Status(0);
+  const std::string middle = status["plan"]["stages"][1]["address"];
+  size_t index = 1;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.Address(i) == middle) index = i;
+  }
+  cluster.KillNode(index);
+  cluster.StartNode(index);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  EXPECT_EQ(turn(kTurns[2]).cached, 0) << "a restarted stage must cause a miss";
+  EXPECT_GT(turn(kTurns[3]).cached, 0);
+
+  // A stage evicts the session: the same.
+  DropAllSessions(status["plan"]["stages"][2]["address"]);
+  EXPECT_EQ(turn(kTurns[4]).cached, 0) << "an evicted session must cause a miss";
+  EXPECT_GT(turn(kTurns[5]).cached, 0);
+}
+
+TEST(ApiClusterTest, HeadEvictionOnlyCausesAMiss) {
+  LoopbackCluster cluster(HeadOptions({"--max-sessions", "1"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  LocalReference local;
+  json first = json::array({{{"role", "user"}, {"content", kTurns[0]}}});
+  Reply r1 = Chat(cluster.api_port(), first);
+  first.push_back({{"role", "assistant"}, {"content", r1.content}});
+  // Another conversation takes the only session slot.
+  json other = json::array({{{"role", "user"}, {"content", "Sing me a song."}}});
+  Reply r2 = Chat(cluster.api_port(), other);
+  EXPECT_EQ(r2.status, 200);
+  first.push_back({{"role", "user"}, {"content", kTurns[1]}});
+  Reply r3 = Chat(cluster.api_port(), first);
+  EXPECT_EQ(r3.status, 200);
+  EXPECT_EQ(r3.content, local.Text(local.Generate(local.PromptIds(first))));
+}
+
+// Reads an SSE chat stream into its text.
+std::string StreamChat(uint16_t port, const std::string& prompt) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  json body = {{"messages", {{{"role", "user"}, {"content", prompt}}}},
+               {"max_tokens", kMaxTokens},
+               {"temperature", 0},
+               {"stream", true}};
+  std::string raw;
+  auto res = client.Post(
+      "/v1/chat/completions", httplib::Headers{}, body.dump(), "application/json");
+  if (!res || res->status != 200) return "<http error>";
+  raw = res->body;
+  std::string text;
+  size_t pos = 0;
+  while ((pos = raw.find("data: ", pos)) != std::string::npos) {
+    const size_t end = raw.find("\n\n", pos);
+    const std::string payload = raw.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") break;
+    json chunk = json::parse(payload, nullptr, false);
+    if (!chunk.is_object() || chunk["choices"].empty()) continue;
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) text += delta["content"];
+  }
+  return text;
+}
+
+TEST(ApiClusterTest, EightConcurrentStreamsEachGetTheirOwnText) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  LocalReference local;
+  const std::vector<std::string> prompts = {"A dog", "A red ball", "The sun", "A big tree",
+                                            "Lily",  "A boat",     "Tom ran", "The park"};
+  std::vector<std::string> expected;
+  for (const std::string& p : prompts) {
+    json m = json::array({{{"role", "user"}, {"content", p}}});
+    expected.push_back(local.Text(local.Generate(local.PromptIds(m))));
+  }
+  std::vector<std::string> got(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    clients.emplace_back([&, i] { got[i] = StreamChat(cluster.api_port(), prompts[i]); });
+  }
+  for (std::thread& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], expected[i]) << prompts[i];
+}
+
+}  // namespace
+}  // namespace ringlm

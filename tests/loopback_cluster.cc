@@ -1,0 +1,87 @@
+#include "tests/loopback_cluster.h"
+
+#include <signal.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ringlm::testing {
+
+LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options)) {
+  dir_ = MakeTempDir("ringlm-cluster");
+  discovery_port_ = FreeUdpPort();
+  if (options_.api) api_port_ = FreeTcpPort();
+  for (size_t i = 0; i < options_.memory_mb.size(); ++i) ports_.push_back(FreeTcpPort());
+  nodes_.resize(ports_.size());
+  for (size_t i = 0; i < ports_.size(); ++i) StartNode(i);
+}
+
+void LoopbackCluster::StartNode(size_t i) {
+  std::vector<std::string> argv = {RinglmdPath(),
+                                   "--model", ModelPath(options_.model),
+                                   "--grpc-host", "127.0.0.1",
+                                   "--grpc-port", std::to_string(ports_[i]),
+                                   "--discovery-port", std::to_string(discovery_port_),
+                                   "--memory-mb", std::to_string(options_.memory_mb[i]),
+                                   "--state-dir", absl::StrCat(dir_, "/state", i),
+                                   "--threads", "1",
+                                   "--loopback-only"};
+  if (!options_.broadcast) {
+    std::vector<std::string> peers;
+    for (size_t j = 0; j < ports_.size(); ++j) {
+      if (j != i) peers.push_back(absl::StrCat("127.0.0.1:", ports_[j]));
+    }
+    argv.insert(argv.end(), {"--no-broadcast", "--peers", absl::StrJoin(peers, ",")});
+  }
+  if (i == 0 && options_.api) {
+    argv.insert(argv.end(), {"--api-host", "127.0.0.1", "--api-port", std::to_string(api_port_)});
+  }
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  if (i == 0) {
+    argv.insert(argv.end(), options_.head_extra_args.begin(), options_.head_extra_args.end());
+  }
+  nodes_[i].reset();
+  auto child = ChildProcess::Start(argv, absl::StrCat(dir_, "/node", i, ".log"));
+  if (child.ok()) nodes_[i] = std::move(*child);
+}
+
+void LoopbackCluster::KillNode(size_t i) {
+  if (nodes_[i] == nullptr) return;
+  nodes_[i]->Signal(SIGKILL);
+  nodes_[i]->Wait(std::chrono::seconds(5));
+}
+
+std::string LoopbackCluster::Address(size_t i) const {
+  return absl::StrCat("127.0.0.1:", ports_[i]);
+}
+
+nlohmann::json LoopbackCluster::Status(size_t i) const {
+  CommandResult r = RunCommand(
+      absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " 2>/dev/null"), false);
+  if (r.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(r.output, nullptr, false);
+}
+
+bool LoopbackCluster::Formed(size_t i, size_t n) const {
+  nlohmann::json s = Status(i);
+  return s.is_object() && s["nodes"].size() == n && s["plan"]["stages"].size() == n;
+}
+
+bool LoopbackCluster::AllFormed() const {
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (!Formed(i, ports_.size())) return false;
+  }
+  return true;
+}
+
+std::string LoopbackCluster::Logs() {
+  std::string all;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i]) absl::StrAppend(&all, "--- node ", i, " ---\n", nodes_[i]->Log());
+  }
+  return all;
+}
+
+}  // namespace ringlm::testing

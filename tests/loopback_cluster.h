@@ -1,0 +1,61 @@
+// A cluster of real ringlmd processes on 127.0.0.1 for tests, each with its
+// own ports and state directory, discovering each other over loopback
+// broadcast (or --peers).
+#ifndef RINGLM_TESTS_LOOPBACK_CLUSTER_H_
+#define RINGLM_TESTS_LOOPBACK_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/daemon_harness.h"
+
+namespace ringlm::testing {
+
+// Starts its nodes in the constructor and stops them in the destructor.
+// Node 0 is the head when `api` is set. Not thread-safe.
+class LoopbackCluster {
+ public:
+  struct Options {
+    std::string model = "stories260K-f32.gguf";
+    std::vector<int> memory_mb = {4000, 2000, 2000};
+    bool broadcast = true;  // else --no-broadcast with --peers
+    bool api = false;       // node 0 serves the HTTP API on api_port()
+    std::vector<std::string> extra_args;       // for every node
+    std::vector<std::string> head_extra_args;  // for node 0 only
+  };
+
+  explicit LoopbackCluster(Options options);
+
+  // (Re)starts node i with the same ports and state dir, hence the same id.
+  void StartNode(size_t i);
+  // Stops node i with SIGKILL and reaps it.
+  void KillNode(size_t i);
+
+  std::string Address(size_t i) const;
+  uint16_t api_port() const { return api_port_; }
+  ChildProcess& node(size_t i) { return *nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+  uint16_t discovery_port() const { return discovery_port_; }
+
+  // `ringlm status --json` against node i; null when it fails.
+  nlohmann::json Status(size_t i) const;
+  // True when node i sees `n` nodes and a plan over all of them.
+  bool Formed(size_t i, size_t n) const;
+  // Every node formed with all of them.
+  bool AllFormed() const;
+  std::string Logs();
+
+ private:
+  Options options_;
+  std::string dir_;
+  uint16_t discovery_port_ = 0;
+  uint16_t api_port_ = 0;
+  std::vector<uint16_t> ports_;
+  std::vector<std::unique_ptr<ChildProcess>> nodes_;
+};
+
+}  // namespace ringlm::testing
+
+#endif  // RINGLM_TESTS_LOOPBACK_CLUSTER_H_
