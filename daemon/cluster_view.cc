@@ -119,11 +119,13 @@ void ClusterView::Recompute() {
     next->status = partition.status();
     spdlog::error("no partition with {} node(s): {}", nodes.size(), partition.status().ToString());
   }
+  // Apply first (take the new layer range), then publish: whoever sees the
+  // new plan in current() may rely on this node holding its share.
+  on_change_(next);
   {
     absl::MutexLock lock(&mu_);
     current_ = next;
   }
-  on_change_(next);
 }
 
 void ClusterView::Loop() {
