@@ -1,11 +1,254 @@
-// Placeholder until the engine-speed work lands; replaced, not shipped.
+// `ringlm bench`: prompt-processing and generation speed, as llama-bench
+// measures them.
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "inference/ops/thread_pool.h"
+#include "inference/stage_engine.h"
+#include "nlohmann/json.hpp"
 
 namespace ringlm {
+namespace {
 
-int RunBench(const std::vector<std::string>&) {
-  return Fail(absl::UnimplementedError("ringlm bench is not built yet"));
+constexpr uint64_t kTokenSeed = 1234;  // fixed, so every run feeds the same ids
+
+struct BenchSettings {
+  int64_t n_prompt = 128;
+  int64_t n_gen = 32;
+  int64_t repetitions = 3;
+  int threads = 1;
+};
+
+// Tokens/s of each repetition of one test, and their mean and sample stddev.
+struct TestResult {
+  std::string name;  // "pp128", "tg32"
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  std::vector<double> samples;
+  double mean = 0;
+  double stddev = 0;
+};
+
+// llama.cpp's llama_model_ftype_name for general.file_type; else the type
+// holding the most bytes.
+std::string FileTypeName(const GgufFile& file) {
+  if (const GgufValue* v = file.Find("general.file_type"); v != nullptr && v->is_integer()) {
+    switch (v->AsUint64()) {
+      case 0:
+        return "all F32";
+      case 1:
+        return "F16";
+      case 2:
+        return "Q4_0";
+      case 7:
+        return "Q8_0";
+      case 14:
+        return "Q4_K - Small";
+      case 15:
+        return "Q4_K - Medium";
+      case 18:
+        return "Q6_K";
+      case 32:
+        return "BF16";
+    }
+  }
+  std::map<TensorType, uint64_t> bytes;
+  for (const GgufTensorInfo& t : file.tensors()) bytes[t.type] += t.n_bytes;
+  TensorType best = TensorType::kF32;
+  for (const auto& [type, n] : bytes) {
+    if (n > bytes[best]) best = type;
+  }
+  std::string name(TraitsOf(best).name);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+void Summarize(TestResult& r) {
+  double sum = 0;
+  for (double s : r.samples) sum += s;
+  r.mean = sum / r.samples.size();
+  double sq = 0;
+  for (double s : r.samples) sq += (s - r.mean) * (s - r.mean);
+  r.stddev = r.samples.size() > 1 ? std::sqrt(sq / (r.samples.size() - 1)) : 0.0;
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Prefill of `tokens` into a fresh cache: tokens/s.
+absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
+                                 const std::vector<int32_t>& tokens) {
+  KvCache cache = engine.NewCache(ctx);
+  std::vector<float> logits;
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status st =
+      engine.Forward(cache, StageInput{tokens, {}}, LogitsMode::kLastPosition, &logits);
+  if (!st.ok()) return st;
+  return tokens.size() / Seconds(start);
+}
+
+// tokens[0] as an untimed one-token prompt, then one decode step per other
+// token: tokens/s of the decode steps.
+absl::StatusOr<double> RunGeneration(const StageEngine& engine, uint32_t ctx,
+                                     const std::vector<int32_t>& tokens) {
+  KvCache cache = engine.NewCache(ctx);
+  std::vector<float> logits;
+  std::span<const int32_t> ids(tokens);
+  absl::Status st =
+      engine.Forward(cache, StageInput{ids.subspan(0, 1), {}}, LogitsMode::kLastPosition, &logits);
+  if (!st.ok()) return st;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    st = engine.Forward(cache, StageInput{ids.subspan(i, 1), {}}, LogitsMode::kLastPosition,
+                        &logits);
+    if (!st.ok()) return st;
+  }
+  return (tokens.size() - 1) / Seconds(start);
+}
+
+// One warm-up run, then `repetitions` measured ones.
+absl::StatusOr<TestResult> Measure(const BenchSettings& s, bool prompt, const StageEngine& engine,
+                                   uint32_t ctx, const std::vector<int32_t>& tokens) {
+  TestResult r;
+  r.n_prompt = prompt ? s.n_prompt : 0;
+  r.n_gen = prompt ? 0 : s.n_gen;
+  r.name = prompt ? absl::StrCat("pp", s.n_prompt) : absl::StrCat("tg", s.n_gen);
+  for (int64_t i = 0; i <= s.repetitions; ++i) {
+    absl::StatusOr<double> ts =
+        prompt ? RunPrompt(engine, ctx, tokens) : RunGeneration(engine, ctx, tokens);
+    if (!ts.ok()) return ts.status();
+    if (i > 0) r.samples.push_back(*ts);
+  }
+  Summarize(r);
+  return r;
+}
+
+std::string Size(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return absl::StrFormat("%.2f GiB", bytes / 1073741824.0);
+  return absl::StrFormat("%.2f MiB", bytes / 1048576.0);
+}
+
+std::string Params(uint64_t n) {
+  if (n >= 1000000000) return absl::StrFormat("%.2f B", n / 1e9);
+  return absl::StrFormat("%.2f M", n / 1e6);
+}
+
+}  // namespace
+
+int RunBench(const std::vector<std::string>& args) {
+  ArgParser p("ringlm bench --model PATH [-p 128] [-n 32] [-r 3] [-t THREADS] [--json]",
+              "Measures prompt processing (pp: a prefill of -p random tokens into a fresh\n"
+              "cache) and text generation (tg: -n single-token decode steps) in tokens/s,\n"
+              "like llama-bench: mean ± sample stddev of -r runs, after one warm-up run.");
+  p.AddOption("model", "PATH", "GGUF model file");
+  p.AddAlias("-m", "model");
+  p.AddOption("n-prompt", "N", "prompt tokens of the pp test; 0 = skip it", "128");
+  p.AddAlias("-p", "n-prompt");
+  p.AddOption("n-gen", "N", "generated tokens of the tg test; 0 = skip it", "32");
+  p.AddAlias("-n", "n-gen");
+  p.AddOption("repetitions", "N", "measured runs of each test", "3");
+  p.AddAlias("-r", "repetitions");
+  p.AddOption("threads", "N", "compute threads (default: physical cores)");
+  p.AddAlias("-t", "threads");
+  p.AddFlag("json", "print the figures as one JSON object instead of a table");
+  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
+  BenchSettings s;
+  s.threads = DefaultThreadCount();
+  auto n_prompt = p.GetInt("n-prompt", 0, 1 << 20);
+  auto n_gen = p.GetInt("n-gen", 0, 1 << 20);
+  auto reps = p.GetInt("repetitions", 1, 1000);
+  for (const absl::Status& st : {n_prompt.status(), n_gen.status(), reps.status()}) {
+    if (!st.ok()) return Fail(st);
+  }
+  s.n_prompt = *n_prompt;
+  s.n_gen = *n_gen;
+  s.repetitions = *reps;
+  if (s.n_prompt == 0 && s.n_gen == 0) {
+    return Fail(absl::InvalidArgumentError("-p and -n are both 0: nothing to measure"));
+  }
+  if (p.Has("threads")) {
+    auto v = p.GetInt("threads", 1, 1024);
+    if (!v.ok()) return Fail(v.status());
+    s.threads = static_cast<int>(*v);
+  }
+  const uint32_t ctx = static_cast<uint32_t>(std::max<int64_t>(s.n_prompt, s.n_gen + 1));
+  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModelForCli(p.GetString("model"), ctx);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const Model& model = **loaded;
+  ThreadPool pool(s.threads);
+  StageEngine engine(model.config(), model.weights(), &pool);
+
+  std::mt19937_64 rng(kTokenSeed);
+  std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model.config().n_vocab) - 1);
+  std::vector<TestResult> results;
+  if (s.n_prompt > 0) {
+    std::vector<int32_t> tokens(s.n_prompt);
+    for (int32_t& t : tokens) t = id(rng);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, ctx, tokens);
+    if (!r.ok()) return Fail(r.status());
+    results.push_back(*r);
+  }
+  if (s.n_gen > 0) {
+    std::vector<int32_t> tokens(s.n_gen + 1);
+    for (int32_t& t : tokens) t = id(rng);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, ctx, tokens);
+    if (!r.ok()) return Fail(r.status());
+    results.push_back(*r);
+  }
+
+  const ModelConfig& c = model.config();
+  const std::string name = c.name.empty() ? c.architecture : c.name;
+  uint64_t bytes = 0, params = 0;
+  for (const GgufTensorInfo& t : model.file().tensors()) {
+    bytes += t.n_bytes;
+    params += t.n_elements;
+  }
+  const std::string type = FileTypeName(model.file());
+  if (p.GetFlag("json")) {
+    nlohmann::json j = {{"model", name},
+                        {"architecture", c.architecture},
+                        {"type", type},
+                        {"size_bytes", bytes},
+                        {"params", params},
+                        {"threads", s.threads},
+                        {"repetitions", s.repetitions}};
+    j["tests"] = nlohmann::json::array();
+    for (const TestResult& r : results) {
+      j["tests"].push_back({{"test", r.name},
+                            {"n_prompt", r.n_prompt},
+                            {"n_gen", r.n_gen},
+                            {"avg_ts", r.mean},
+                            {"stddev_ts", r.stddev},
+                            {"samples_ts", r.samples}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| %-30s | %10s | %10s | %-14s | %7s | %8s | %20s |\n", "model", "size", "params",
+              "type", "threads", "test", "t/s");
+  std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
+              std::string(9, '-').c_str(), std::string(9, '-').c_str(),
+              std::string(14, '-').c_str(), std::string(6, '-').c_str(),
+              std::string(7, '-').c_str(), std::string(19, '-').c_str());
+  for (const TestResult& r : results) {
+    const std::string ts = absl::StrFormat("%.2f ± %.2f", r.mean, r.stddev);
+    // "±" is two bytes but one column: pad by one more byte.
+    std::printf("| %-30s | %10s | %10s | %-14s | %7d | %8s | %21s |\n", name.c_str(),
+                Size(bytes).c_str(), Params(params).c_str(), type.c_str(), s.threads,
+                r.name.c_str(), ts.c_str());
+  }
+  return 0;
 }
 
 }  // namespace ringlm
