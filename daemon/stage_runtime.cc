@@ -128,13 +128,6 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request) {
                                                    " is meant for node ", stage.node_id(), ", not ",
                                                    self_id_));
   }
-  if (BundleFor(stage.first_layer(), stage.last_layer()) == nullptr) {
-    std::optional<LayerRange> held = range();
-    return absl::FailedPreconditionError(
-        absl::StrCat("plan epoch ", request.plan().epoch(), " gives this node layers [",
-                     stage.first_layer(), ", ", stage.last_layer(), ") but it holds ",
-                     held ? absl::StrCat("[", held->first, ", ", held->last, ")") : "none"));
-  }
   const int n = request.tokens_size();
   if (n == 0) return absl::InvalidArgumentError("step has no tokens");
   if (static_cast<uint64_t>(request.position()) + n > model_.context_size()) {
@@ -173,6 +166,14 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request) {
     return absl::InvalidArgumentError("max_tokens must be >= 0");
   }
   RINGLM_RETURN_IF_ERROR(SamplingFromProto(request.sampling()).Validate());
+  // Well-formed; now, does this node hold the plan's layers for it?
+  if (BundleFor(stage.first_layer(), stage.last_layer()) == nullptr) {
+    std::optional<LayerRange> held = range();
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan epoch ", request.plan().epoch(), " gives this node layers [",
+                     stage.first_layer(), ", ", stage.last_layer(), ") but it holds ",
+                     held ? absl::StrCat("[", held->first, ", ", held->last, ")") : "none"));
+  }
   if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
   if (!queue_.Post([this, r = std::move(request)] { Process(r); })) {
     return absl::ResourceExhaustedError("the stage queue is full or stopping");

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian bookworm packages that ringlm needs to build, test and run.
-# Safe to run again: apt-get skips what is already installed.
+# Installs the Debian bookworm packages that ringlm needs to build and run;
+# with --test-tools also those its tests use (Chromium, Node.js).
+# Safe to run again: it installs only what is missing.
 set -euo pipefail
+
+test_tools=0
+for arg in "$@"; do
+  case "$arg" in
+    --test-tools) test_tools=1 ;;
+    -h|--help) echo "usage: deploy/install-deps.sh [--test-tools]"; exit 0 ;;
+    *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
@@ -10,6 +20,9 @@ packages=(
   libopenblas-dev libhwy-dev libssl-dev
   clang-format iproute2 curl python3
 )
+if [ "$test_tools" = 1 ]; then
+  packages+=(chromium)  # the web page's browser test (headless)
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
@@ -18,6 +31,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js runs the OpenAI SDK and browser tests; the machine image may bring
+# its own (newer) build, which is fine.
+if [ "$test_tools" = 1 ] && ! command -v node >/dev/null 2>&1; then missing+=(nodejs npm); fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
   exit 0

@@ -8,8 +8,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash deploy/install-deps.sh
+bash deploy/install-deps.sh --test-tools
 jobs=$(nproc)
+
+echo "== npm packages for the client tests (openai, playwright-core)"
+if ! (cd api/web && npm ci --no-audit --no-fund --loglevel=error); then
+  echo "warning: npm ci failed; the OpenAI SDK and browser tests will skip" >&2
+fi
 
 echo "== Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -122,7 +122,7 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   LoopbackCluster::Options options;
   options.extra_args = {"--ctx-size", "8192"};
   LoopbackCluster cluster(options);
-  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(0, 3); }, 20s)) << cluster.Logs();
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 20s)) << cluster.Logs();
   json status = cluster.Status(0);
   // The middle stage of the plan, and which process runs it.
   const std::string middle_address = status["plan"]["stages"][1]["address"];
@@ -136,7 +136,8 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   std::atomic<bool> done{false};
   absl::Status result;
   std::atomic<int> tokens{0};
-  std::thread generation([&] {
+  // jthread: joined even when an assertion below returns early.
+  std::jthread generation([&] {
     v1::GenerateRequest request;
     request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
     request.set_prompt("Once upon a time");
@@ -155,8 +156,8 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   const bool ended = testing::WaitFor([&] { return done.load(); }, 30s);
   const double fail_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  generation.join();
   ASSERT_TRUE(ended);
+  generation.join();
   EXPECT_FALSE(result.ok());
   EXPECT_LT(tokens.load(), 8000);
   std::printf("request failed %.2f s after the kill, after %d tokens: %s\n", fail_s,
@@ -187,7 +188,7 @@ void SendUdp(uint16_t port, const std::string& bytes) {
 
 TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
   LoopbackCluster cluster({});
-  ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(0, 3); }, 20s)) << cluster.Logs();
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 20s)) << cluster.Logs();
 
   std::mt19937 rng(7);
   for (int i = 0; i < 200; ++i) {

@@ -5,7 +5,8 @@
 //
 // Env: BASE_URL (required), API_KEY (optional; typed into the page's key
 // field), CHROMIUM (default /usr/bin/chromium), SCREENSHOT (optional path of
-// a PNG taken at the end), TIMEOUT_MS (per reply, default 120000).
+// a PNG taken at the end), TIMEOUT_MS (per reply, default 120000), MAX_TOKENS
+// (typed into the page's max tokens field, default 32).
 // Needs `npm ci` in api/web/ (playwright-core) and Debian's chromium.
 // Exits 0 on success, 1 with a message on failure.
 import { chromium } from 'playwright-core';
@@ -28,6 +29,8 @@ async function run(browser) {
   for (const id of ['#input', '#send', '#stop', '#messages', '#topology', '#error']) {
     if ((await page.locator(id).count()) !== 1) fail(`missing element ${id}`);
   }
+  // Short replies keep a two-turn chat inside a small model's context.
+  await page.fill('#max-tokens', process.env.MAX_TOKENS || '32');
   if (process.env.API_KEY) {
     await page.fill('#apikey', process.env.API_KEY);
     await page.locator('#apikey').dispatchEvent('change');

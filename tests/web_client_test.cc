@@ -1,0 +1,61 @@
+// Real clients against a real 3-node cluster: the official `openai` npm
+// package (plain and streaming calls) and the web chat page in headless
+// Chromium. Each skips, with a message, where Node.js, the npm packages
+// (`npm ci` in api/web) or Chromium are missing.
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/loopback_cluster.h"
+
+namespace ringlm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::LoopbackCluster;
+
+const std::string kWebDir = std::string(RINGLM_SOURCE_DIR) + "/api/web";
+
+bool HaveNodePackages() {
+  return access((kWebDir + "/node_modules/openai/package.json").c_str(), R_OK) == 0 &&
+         access((kWebDir + "/node_modules/playwright-core/package.json").c_str(), R_OK) == 0 &&
+         testing::RunCommand("node --version").exit_code == 0;
+}
+
+class WebClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveNodePackages()) {
+      GTEST_SKIP() << "Node.js or the npm packages are missing: run `npm ci` in api/web";
+    }
+    LoopbackCluster::Options o;
+    o.api = true;
+    o.extra_args = {"--ctx-size", "512"};
+    cluster_ = std::make_unique<LoopbackCluster>(o);
+    ASSERT_TRUE(testing::WaitFor([&] { return cluster_->AllFormed(); }, 30s)) << cluster_->Logs();
+  }
+
+  std::string BaseUrl() const { return absl::StrCat("http://127.0.0.1:", cluster_->api_port()); }
+
+  std::unique_ptr<LoopbackCluster> cluster_;
+};
+
+TEST_F(WebClientTest, OfficialOpenAiSdkPlainAndStreamingCalls) {
+  testing::CommandResult r = testing::RunCommand(
+      absl::StrCat("BASE_URL=", BaseUrl(), " node ", kWebDir, "/openai_sdk_test.mjs"));
+  EXPECT_EQ(r.exit_code, 0) << r.output << cluster_->Logs();
+  std::printf("%s", r.output.c_str());
+}
+
+TEST_F(WebClientTest, WebChatPageInHeadlessChromium) {
+  if (access("/usr/bin/chromium", X_OK) != 0) {
+    GTEST_SKIP() << "Chromium is missing (Debian package chromium)";
+  }
+  testing::CommandResult r = testing::RunCommand(absl::StrCat(
+      "BASE_URL=", BaseUrl(), " TIMEOUT_MS=60000 node ", kWebDir, "/web_chat_test.mjs"));
+  EXPECT_EQ(r.exit_code, 0) << r.output << cluster_->Logs();
+  std::printf("%s", r.output.c_str());
+}
+
+}  // namespace
+}  // namespace ringlm
