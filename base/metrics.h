@@ -137,8 +137,8 @@ class MetricsRegistry {
   // bytes). `read` runs on the rendering thread without the registry lock
   // held, so it may take the caller's own locks; it must be thread-safe and
   // outlive the registry's last render.
-  absl::Status AddCallbackGauge(std::string_view name, std::string_view help,
-                                MetricLabels labels, std::function<double()> read);
+  absl::Status AddCallbackGauge(std::string_view name, std::string_view help, MetricLabels labels,
+                                std::function<double()> read);
 
   // Every family in registration order: "# HELP", "# TYPE", then its series
   // in registration order. Histograms give cumulative _bucket{le="..."}

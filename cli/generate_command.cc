@@ -1,7 +1,9 @@
 // `ringlm generate`: text generation on this machine.
 #include <cstdio>
+#include <chrono>
 #include <random>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "cli/cluster_client.h"
@@ -29,6 +31,7 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddAlias("-t", "threads");
   p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
   p.AddFlag("json", "print one JSON object {prompt_ids, ids, text} instead of streaming");
+  p.AddFlag("timings", "print load, prompt and per-token times to stderr at the end");
   p.AddOption("cluster", "HOST:PORT", "generate through a running cluster via this node");
   p.AddOption("hidden-dtype", "f32|f16",
               "with --cluster: activations on the wire; f32 is exact, f16 halves the traffic",
@@ -72,6 +75,22 @@ absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
 
 std::string IdsJson(const std::vector<int32_t>& ids) { return "[" + absl::StrJoin(ids, ",") + "]"; }
 
+using Clock = std::chrono::steady_clock;
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// "prompt: 5 tokens, first token after 1.2 ms | generate: 63 tokens in ..."
+void PrintTimings(size_t n_prompt, Clock::time_point start, Clock::time_point first,
+                  Clock::time_point end, size_t n_generated) {
+  const double ttft = Ms(first - start);
+  const double decode = Ms(end - first);
+  const size_t steps = n_generated > 0 ? n_generated - 1 : 0;
+  std::fprintf(stderr,
+               "timings: prompt %zu tokens, first token after %.1f ms | %zu more tokens in %.1f "
+               "ms: %.2f ms/token, %.1f tokens/s\n",
+               n_prompt, ttft, steps, decode, steps > 0 ? decode / steps : 0.0,
+               steps > 0 && decode > 0 ? steps * 1000.0 / decode : 0.0);
+}
+
 void PrintJson(const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids,
                const std::string& text) {
   std::printf("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
@@ -107,8 +126,11 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
   std::vector<int32_t> prompt_ids, ids;
   std::string text;
   ClusterClient client(p.GetString("cluster"));
+  const Clock::time_point start = Clock::now();
+  Clock::time_point first = start;
   absl::Status st = client.Generate(
       request, std::chrono::seconds(*timeout), [&](const v1::GenerateEvent& e) {
+        if (e.has_token() && ids.empty()) first = Clock::now();
         if (e.prompt_ids_size() > 0) {
           prompt_ids.assign(e.prompt_ids().begin(), e.prompt_ids().end());
         }
@@ -119,9 +141,11 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
           std::fflush(stdout);
         }
       });
+  const Clock::time_point end = Clock::now();
   if (!json) std::printf("\n");
   if (!st.ok()) return Fail(st);
   if (json) PrintJson(prompt_ids, ids, text);
+  if (p.GetFlag("timings")) PrintTimings(prompt_ids.size(), start, first, end, ids.size());
   return 0;
 }
 
@@ -151,7 +175,9 @@ int RunGenerate(const std::vector<std::string>& args) {
     if (!v.ok()) return Fail(v.status());
     threads = static_cast<int>(*v);
   }
+  const Clock::time_point load_start = Clock::now();
   absl::StatusOr<std::unique_ptr<Model>> model = LoadModelForCli(p.GetString("model"), ctx);
+  const double load_ms = Ms(Clock::now() - load_start);
   if (!model.ok()) return Fail(model.status());
   const Tokenizer& tok = (*model)->tokenizer();
   const std::vector<int32_t> prompt =
@@ -161,8 +187,11 @@ int RunGenerate(const std::vector<std::string>& args) {
   LocalGenerator generator(**model, &pool);
   const bool json = p.GetFlag("json");
   StreamingDecoder decoder(tok);
+  const Clock::time_point start = Clock::now();
+  Clock::time_point first = start;
   absl::StatusOr<std::vector<int32_t>> ids =
       generator.Generate(prompt, *options, [&](int32_t token) {
+        if (first == start) first = Clock::now();
         if (!json) {
           std::fputs(decoder.Push(token).c_str(), stdout);
           std::fflush(stdout);
@@ -174,6 +203,11 @@ int RunGenerate(const std::vector<std::string>& args) {
     PrintJson(prompt, *ids, JoinPieces(tok, *ids));
   } else {
     std::printf("%s\n", decoder.Flush().c_str());
+  }
+  if (p.GetFlag("timings")) {
+    std::fprintf(stderr, "timings: load %.1f ms (%s of weights)\n", load_ms,
+                 absl::StrFormat("%.2f MiB", (*model)->weights().bytes() / 1048576.0).c_str());
+    PrintTimings(prompt.size(), start, first, Clock::now(), ids->size());
   }
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
+#include "base/metrics.h"
 #include "cli/cli_common.h"
 #include "cli/cluster_client.h"
 #include "cli/commands.h"
@@ -28,6 +30,33 @@ std::string StateName(v1::NodeState s) {
     default:
       return "unknown";
   }
+}
+
+// The figures `ringlm status` shows from a node's metrics text.
+json MetricsSummary(const std::string& text) {
+  absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(text);
+  if (!samples.ok()) return nullptr;
+  auto get = [&](const char* name, const MetricLabels& labels = {}) {
+    return FindSample(*samples, name, labels).value_or(0);
+  };
+  double requests = 0;
+  for (const char* f : {"stop", "length", "cancelled", "error"}) {
+    requests += get("ringlm_requests_total", {{"finish", f}});
+  }
+  auto mean_ms = [&](const char* histogram) {
+    const double count = get(absl::StrCat(histogram, "_count").c_str());
+    return count > 0 ? 1000 * get(absl::StrCat(histogram, "_sum").c_str()) / count : 0.0;
+  };
+  return {{"requests", requests},
+          {"errors", get("ringlm_requests_total", {{"finish", "error"}})},
+          {"prompt_tokens", get("ringlm_prompt_tokens_total")},
+          {"generated_tokens", get("ringlm_generated_tokens_total")},
+          {"cache_hits", get("ringlm_prefix_cache_hits_total")},
+          {"cache_misses", get("ringlm_prefix_cache_misses_total")},
+          {"cached_tokens", get("ringlm_prefix_cache_tokens_total")},
+          {"mean_ttft_ms", mean_ms("ringlm_time_to_first_token_seconds")},
+          {"mean_ms_per_token", mean_ms("ringlm_time_per_token_seconds")},
+          {"mean_forward_ms", mean_ms("ringlm_stage_forward_seconds")}};
 }
 
 std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", bytes / 1048576.0); }
@@ -76,6 +105,7 @@ json Describe(const v1::TopologyReply& view,
                     {"used_bytes", r.cache().used_bytes()},
                     {"budget_bytes", r.cache().budget_bytes()},
                     {"evictions", r.cache().evictions()}};
+      n["metrics"] = MetricsSummary(r.metrics());
     } else {
       n["state"] = "unreachable";
       if (it != own.end()) n["error"] = std::string(it->second.status().message());
@@ -98,8 +128,9 @@ void PrintTable(const json& d) {
                 static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
                 d["plan"]["stages"].size());
   }
-  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s  %s\n", "NODE", "ADDRESS", "MEMORY",
-              "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "CACHE");
+  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE", "ADDRESS",
+              "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS",
+              "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -114,12 +145,16 @@ void PrintTable(const json& d) {
                               Mib(n["cache"]["budget_bytes"].get<uint64_t>()));
     }
     const int64_t seen = n["last_seen_ms"].get<int64_t>();
-    std::printf("%-20s %-22s %10s %8.1f %9s %-12s %9s  %s\n", id.c_str(),
+    const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);
+    const bool has_m = m.is_object();
+    std::printf("%-20s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
                 n["address"].get<std::string>().c_str(),
-                Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(),
-                n["gflops"].get<double>(), layers.c_str(), n["state"].get<std::string>().c_str(),
+                Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
+                layers.c_str(), n["state"].get<std::string>().c_str(),
                 n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
-                cache.c_str());
+                has_m ? m["requests"].get<double>() : 0.0,
+                has_m ? m["generated_tokens"].get<double>() : 0.0,
+                has_m ? m["mean_forward_ms"].get<double>() : 0.0, cache.c_str());
   }
 }
 

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   const std::string state_dir = o.state_dir.empty() ? DefaultStateDir() : o.state_dir;
   RINGLM_ASSIGN_OR_RETURN(node->node_id_, LoadOrCreateNodeId(state_dir));
   node->instance_id_ = RandomU64();
+  RINGLM_ASSIGN_OR_RETURN(node->metrics_, NodeMetrics::Create());
   ModelOptions model_options;
   model_options.layers = LayerRange{0, 0};  // ranges come from the partition
   model_options.context_size = o.context_size;
@@ -92,8 +93,10 @@ absl::Status Node::Start() {
   }
 
   const ModelConfig& config = model_->config();
-  stage_ = std::make_unique<StageRuntime>(*model_, pool_.get(), this, node_id_,
-                                          StageOptions{o.sessions});
+  StageOptions stage_options;
+  stage_options.sessions = o.sessions;
+  stage_options.forward_seconds = metrics_->forward_seconds;
+  stage_ = std::make_unique<StageRuntime>(*model_, pool_.get(), this, node_id_, stage_options);
   origin_ = std::make_unique<OriginRegistry>(
       o.origin, this, node_id_, address(), config.n_embd,
       [this](const v1::PlanStage& stage) {
@@ -104,13 +107,20 @@ absl::Status Node::Start() {
         }
         return absl::OkStatus();
       },
-      [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); });
+      [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); },
+      metrics_.get());
   RINGLM_ASSIGN_OR_RETURN(WeightFootprint fp, ComputeFootprint(model_->file(), config));
   ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes};
   cluster_ = std::make_unique<ClusterView>(
       o.cluster, NodeDescriptor{node_id_, address(), caps_}, footprint, model_->fingerprint(),
       discovery_.get(), client_.get(),
       [this](std::shared_ptr<const ClusterSnapshot> s) { OnPartition(std::move(s)); });
+  RINGLM_RETURN_IF_ERROR(RegisterGauges());
+  if (o.metrics_port.has_value()) {
+    metrics_server_ = std::make_unique<MetricsServer>(metrics_->registry);
+    RINGLM_RETURN_IF_ERROR(metrics_server_->Start(o.metrics_host, *o.metrics_port));
+    spdlog::info("metrics at http://{}:{}/metrics", advertise_host_, metrics_server_->port());
+  }
   ready_ = true;
 
   if (o.discovery_enabled) {
@@ -131,8 +141,32 @@ absl::Status Node::Start() {
   return absl::OkStatus();
 }
 
+absl::Status Node::RegisterGauges() {
+  MetricsRegistry& r = metrics_->registry;
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_peers", "Other nodes in the peer table.", {},
+      [this] { return static_cast<double>(discovery_->peers().size()); }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge("ringlm_layers_held", "Layers this node runs.", {},
+                                            [this] {
+                                              std::optional<LayerRange> range = stage_->range();
+                                              return range ? range->size() : 0.0;
+                                            }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_kv_cache_bytes", "KV cache bytes held by idle sessions.", {},
+      [this] { return static_cast<double>(stage_->sessions().Stats().used_bytes); }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_kv_sessions", "KV cache sessions held.", {},
+      [this] { return static_cast<double>(stage_->sessions().Stats().sessions.size()); }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_stage_queue", "Steps waiting for this node's stage.", {},
+      [this] { return static_cast<double>(stage_->queued()); }));
+  return r.AddCallbackGauge("ringlm_requests_active", "Requests this node started and runs.", {},
+                            [this] { return static_cast<double>(origin_->active()); });
+}
+
 void Node::Stop() {
   if (stopped_.exchange(true)) return;
+  if (metrics_server_) metrics_server_->Stop();
   if (discovery_) discovery_->Stop();
   if (cluster_) cluster_->Stop();
   if (origin_) origin_->Stop();

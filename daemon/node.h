@@ -15,6 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/cluster_view.h"
+#include "daemon/metrics_server.h"
+#include "daemon/node_metrics.h"
 #include "daemon/origin.h"
 #include "daemon/peer_client.h"
 #include "daemon/stage_runtime.h"
@@ -44,6 +46,9 @@ struct NodeOptions {
   RpcOptions rpc;
   OriginOptions origin;
   bool measure_gflops = true;
+  // GET /metrics; port 0 = any free port, nullopt = off.
+  std::optional<uint16_t> metrics_port;
+  std::string metrics_host = "0.0.0.0";
 };
 
 // Owns the model mapping, thread pool, discovery, cluster view, stage
@@ -73,6 +78,8 @@ class Node : public Transport {
   DiscoveryService& discovery() { return *discovery_; }
   PeerClient& peers() { return *client_; }
   v1::NodeState state() const;
+  NodeMetrics& metrics() { return *metrics_; }
+  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
   // Transport: calls to this node itself skip the network.
   absl::Status StageStep(const v1::PlanStage& to, const v1::StageStepRequest& request) override;
@@ -84,6 +91,7 @@ class Node : public Transport {
  private:
   explicit Node(NodeOptions options);
   void OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot);
+  absl::Status RegisterGauges();
   // Where to call `stage`: this node's peer table first, then the plan.
   std::string Resolve(const v1::PlanStage& stage) const;
 
@@ -91,6 +99,7 @@ class Node : public Transport {
   std::string node_id_;
   uint64_t instance_id_ = 0;
   DeviceCapabilities caps_;
+  std::unique_ptr<NodeMetrics> metrics_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PeerClient> client_;
@@ -100,6 +109,7 @@ class Node : public Transport {
   std::unique_ptr<ClusterView> cluster_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsServer> metrics_server_;
   uint16_t grpc_port_ = 0;
   std::string advertise_host_;
   std::atomic<bool> ready_{false};

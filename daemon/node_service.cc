@@ -332,6 +332,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     info->set_n_vocab(m.config().n_vocab);
     info->set_context_size(m.context_size());
     FillCacheStats(reply->mutable_cache());
+    reply->set_metrics(node_.metrics().registry.RenderPrometheusText());
   }
 
   Node& node_;

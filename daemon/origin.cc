@@ -15,7 +15,8 @@ constexpr auto kWatchdogTick = std::chrono::milliseconds(200);
 OriginRegistry::OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
                                std::string self_address, uint32_t n_embd,
                                std::function<absl::Status(const v1::PlanStage&)> health,
-                               std::function<void(const std::string&)> on_unreachable)
+                               std::function<void(const std::string&)> on_unreachable,
+                               NodeMetrics* metrics)
     : options_(options),
       transport_(transport),
       self_id_(std::move(self_id)),
@@ -23,6 +24,7 @@ OriginRegistry::OriginRegistry(OriginOptions options, Transport* transport, std:
       n_embd_(n_embd),
       health_(std::move(health)),
       on_unreachable_(std::move(on_unreachable)),
+      metrics_(metrics),
       sender_("origin-sender"),
       cleanup_("origin-cleanup"),
       watchdog_([this] { WatchdogLoop(); }) {}
@@ -63,7 +65,7 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
     Active& a = active_[id];
     a.request = std::move(request);
     a.sink = std::move(sink);
-    a.last_progress = std::chrono::steady_clock::now();
+    a.start = a.last_progress = std::chrono::steady_clock::now();
   }
   if (!sender_.Post([this, id] { SendPrompt(id); })) {
     Fail(id, absl::ResourceExhaustedError("too many requests are starting"));
@@ -141,6 +143,7 @@ bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
       if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {
         spdlog::info("request {}: {}; recomputing the whole prompt", id, d.error());
+        if (metrics_ != nullptr) metrics_->cache_misses->Increment();
         if (!sender_.Post([this, id, attempt] { RetryWithoutReuse(id, attempt); })) {
           return true;
         }
@@ -151,9 +154,13 @@ bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
                    a.next_index);
       return false;
     } else {
-      event.cached_tokens = a.next_index == 0 ? a.request.reuse_len : 0;
-      ++a.next_index;
       a.last_progress = std::chrono::steady_clock::now();
+      if (a.next_index == 0) {
+        a.first_token = a.last_progress;
+        a.cached_tokens = a.request.reuse_len;
+        event.cached_tokens = a.cached_tokens;
+      }
+      ++a.next_index;
       sink = a.sink;
     }
   }
@@ -216,8 +223,47 @@ bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& la
     absl::MutexLock lock(&sink_mu_);
     a.sink(last);
   }
+  LogRequest(a, last);
   CleanUpStages(a.request, a.attempt, last.finish);
   return true;
+}
+
+void OriginRegistry::LogRequest(const Active& a, const OriginEvent& last) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  const auto end = std::chrono::steady_clock::now();
+  const bool has_first = a.next_index > 0;
+  const double ttft = has_first ? Ms(a.first_token - a.start).count() : 0;
+  const double decode_ms = has_first ? Ms(end - a.first_token).count() : 0;
+  const double tps = a.next_index > 1 && decode_ms > 0 ? (a.next_index - 1) * 1000.0 / decode_ms : 0;
+  std::string plan;
+  for (const v1::PlanStage& s : a.request.plan.stages()) {
+    absl::StrAppend(&plan, plan.empty() ? "" : " ", s.node_id(), "[", s.first_layer(), ",",
+                    s.last_layer(), ")");
+  }
+  const char* how = last.finish == v1::FINISH_REASON_STOP     ? "stop"
+                    : last.finish == v1::FINISH_REASON_LENGTH ? "length"
+                    : last.finish == v1::FINISH_REASON_ERROR  ? "error"
+                                                              : "cancelled";
+  if (metrics_ != nullptr) {
+    NodeMetrics& m = *metrics_;
+    (last.finish == v1::FINISH_REASON_STOP     ? m.requests_stop
+     : last.finish == v1::FINISH_REASON_LENGTH ? m.requests_length
+     : last.finish == v1::FINISH_REASON_ERROR  ? m.requests_error
+                                               : m.requests_cancelled)
+        ->Increment();
+    m.prompt_tokens->Increment(static_cast<double>(a.request.prompt.size()));
+    m.generated_tokens->Increment(a.next_index);
+    if (a.cached_tokens > 0) {
+      m.cache_hits->Increment();
+      m.cached_tokens->Increment(a.cached_tokens);
+    }
+    if (has_first) m.ttft_seconds->Observe(ttft / 1000.0);
+    if (a.next_index > 1) m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (a.next_index - 1));
+  }
+  spdlog::info(
+      "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan {}",
+      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, a.next_index, ttft,
+      tps, plan);
 }
 
 void OriginRegistry::Fail(const std::string& request_id, const absl::Status& status) {

@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/node_metrics.h"
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "proto/ringlm.pb.h"
@@ -72,7 +73,8 @@ class OriginRegistry {
   OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
                  std::string self_address, uint32_t n_embd,
                  std::function<absl::Status(const v1::PlanStage&)> health,
-                 std::function<void(const std::string& node_id)> on_unreachable);
+                 std::function<void(const std::string& node_id)> on_unreachable,
+                 NodeMetrics* metrics = nullptr);
   ~OriginRegistry();
 
   // Registers the request and queues its prompt. InvalidArgument for an
@@ -94,8 +96,14 @@ class OriginRegistry {
     OriginSink sink;
     uint32_t attempt = 0;  // bumped by a cache-miss retry
     uint32_t next_index = 0;
+    uint32_t cached_tokens = 0;  // reused prompt positions (0 after a miss)
+    std::chrono::steady_clock::time_point start;
+    std::chrono::steady_clock::time_point first_token;
     std::chrono::steady_clock::time_point last_progress;
   };
+  // One line per request at its end: id, tokens in/out, cached, TTFT,
+  // decode speed, plan.
+  void LogRequest(const Active& a, const OriginEvent& last);
   // Stages see "<request id>#<attempt>", so steps of an abandoned attempt
   // can never be taken for the retry's.
   static std::string StageRequestId(const std::string& request_id, uint32_t attempt);
@@ -117,6 +125,7 @@ class OriginRegistry {
   const uint32_t n_embd_;
   const std::function<absl::Status(const v1::PlanStage&)> health_;
   const std::function<void(const std::string&)> on_unreachable_;
+  NodeMetrics* const metrics_;  // may be null
 
   mutable absl::Mutex mu_;
   std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);

@@ -44,6 +44,9 @@ void AddFlags(ArgParser& p) {
   p.AddOption("api-host", "HOST", "address the API binds", "0.0.0.0");
   p.AddOption("api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
+  p.AddOption("metrics-port", "N",
+              "serve GET /metrics (Prometheus) on this port; 0 picks a free one "
+              "(default: gRPC port + 1000, or off when the gRPC port is 0)");
   p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
 }
 
@@ -120,6 +123,14 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     o.context_size = static_cast<uint32_t>(*c);
   }
   o.state_dir = p.GetString("state-dir");
+  o.metrics_host = o.grpc_host;
+  if (p.Has("metrics-port")) {
+    auto m = p.GetInt("metrics-port", 0, 65535);
+    if (!m.ok()) return m.status();
+    o.metrics_port = static_cast<uint16_t>(*m);
+  } else if (o.grpc_port != 0 && o.grpc_port <= 65535 - 1000) {
+    o.metrics_port = static_cast<uint16_t>(o.grpc_port + 1000);
+  }
   return o;
 }
 

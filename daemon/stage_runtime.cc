@@ -228,9 +228,14 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     RINGLM_ASSIGN_OR_RETURN(hidden, DecodeHidden(request.hidden(), n, n_embd));
   }
   std::vector<float> out;
+  const auto forward_start = std::chrono::steady_clock::now();
   RINGLM_RETURN_IF_ERROR(engine.Forward(
       cache, StageInput{std::span<const int32_t>(request.tokens().data(), n), hidden},
       LogitsMode::kLastPosition, &out));
+  if (options_.forward_seconds != nullptr) {
+    options_.forward_seconds->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
+  }
   const uint32_t n_positions = cache.n_positions();
 
   if (!bundle->weights->is_last()) {

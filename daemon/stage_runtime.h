@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/metrics.h"
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "inference/model.h"
@@ -27,6 +28,7 @@ struct StageOptions {
   // Requests cancelled here are remembered this long, so late steps of
   // theirs are dropped.
   std::chrono::seconds cancel_memory{120};
+  Histogram* forward_seconds = nullptr;  // observes each step's forward pass; may be null
 };
 
 // Runs this node's share of every request's steps, in arrival order, on one

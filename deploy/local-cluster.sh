@@ -70,7 +70,17 @@ is_ringlmd() {
   [[ -r "/proc/$pid/cmdline" ]] || return 1
   state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo X)"
   [[ "$state" != Z && "$state" != X ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'ringlmd'
+  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'ringlmd'
+}
+
+# Like is_ringlmd, with bash builtins only (no child process a Ctrl-C could
+# kill mid-check): pid $1 exists and is not a zombie.
+pid_alive() {
+  local stat=""
+  is_number "$1" || return 1
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat="${stat##*) }"
+  [[ -n "$stat" && "${stat:0:1}" != Z ]]
 }
 
 # SIGTERM to the given pids, up to 10 s of grace, then SIGKILL.
@@ -81,7 +91,7 @@ stop_pids() {
   for ((i = 0; i < 100; ++i)); do
     alive=0
     for pid in "${pids[@]}"; do
-      if is_ringlmd "$pid"; then alive=1; fi
+      if pid_alive "$pid"; then alive=1; fi
     done
     [[ $alive -eq 1 ]] || return 0
     sleep 0.1
@@ -135,6 +145,24 @@ log_tail() {
   local file="$1/node$2/ringlmd.log"
   log "node $2: last lines of $file:"
   if [[ -f "$file" ]]; then tail -n 25 "$file" | sed 's/^/    /' >&2; else log "    (no log)"; fi
+}
+
+# The plan's stages as node $2 (gRPC port) sees it, in one line of JSON
+# ("" when the node does not answer); $1 is the ringlm binary.
+plan_stages() {
+  "$1" status --node "127.0.0.1:$2" --json 2>/dev/null | grep -o '"stages":\[[^]]*\]' | head -n 1 || true
+}
+
+# True when all $3 nodes (gRPC ports $2+1..$2+$3) see the same plan and that
+# plan has $3 stages; $1 is the ringlm binary.
+cluster_converged() {
+  local ringlm="$1" base="$2" n="$3" head k
+  head="$(plan_stages "$ringlm" $((base + 1)))"
+  [[ -n "$head" ]] || return 1
+  [[ "$(grep -o '"first_layer"' <<<"$head" | wc -l)" -ge "$n" ]] || return 1
+  for ((k = 2; k <= n; ++k)); do
+    [[ "$(plan_stages "$ringlm" $((base + k)))" == "$head" ]] || return 1
+  done
 }
 
 health_code() {
@@ -291,11 +319,10 @@ cmd_up() {
       --discovery-port "$base_port" --loopback-only --memory-mb "$mem" --state-dir "$dir/state")
     if [[ $k -eq 1 ]]; then args+=(--api-host 127.0.0.1 --api-port "$api_port"); fi
     mkdir -p "$dir/state"
-    if [[ $foreground -eq 1 ]]; then
-      "$ringlmd" "${args[@]}" "${extra[@]}" </dev/null >"$dir/ringlmd.log" 2>&1 &
-    else
-      nohup "$ringlmd" "${args[@]}" "${extra[@]}" </dev/null >"$dir/ringlmd.log" 2>&1 &
-    fi
+    # A session of its own: Ctrl-C on the terminal reaches only this script,
+    # which then stops the daemons in order; a detached cluster survives the
+    # terminal. (setsid execs in place here, so $! is the daemon's pid.)
+    setsid "$ringlmd" "${args[@]}" "${extra[@]}" </dev/null >"$dir/ringlmd.log" 2>&1 &
     STARTED_PIDS+=("$!")
     echo "$!" >"$dir/ringlmd.pid"
     log "node $k: pid $!, gRPC 127.0.0.1:$((base_port + k)), --memory-mb $mem$([[ $k -eq 1 ]] && echo ", API 127.0.0.1:$api_port")"
@@ -314,7 +341,8 @@ cmd_up() {
   printf 'local-cluster: waiting for http://127.0.0.1:%s/health ' "$api_port" >&2
   while :; do
     for ((k = 1; k <= n; ++k)); do
-      if ! is_ringlmd "${STARTED_PIDS[$((k - 1))]}"; then
+      # pid_alive, not is_ringlmd: a child may not have exec'd ringlmd yet.
+      if ! pid_alive "${STARTED_PIDS[$((k - 1))]}"; then
         echo >&2
         log "node $k (pid ${STARTED_PIDS[$((k - 1))]}) exited during startup"
         log_tail "$run_dir" "$k"
@@ -335,16 +363,19 @@ cmd_up() {
   done
   echo " ready" >&2
 
-  # /health turns 200 as soon as the head has any plan; give the other nodes
-  # up to 20 s more to join it, so the first request uses all of them.
-  # (A model with fewer layers than nodes leaves some nodes idle; then the
-  # wait just runs out and the cluster is used as it is.)
-  local stages=0 join_deadline=$((SECONDS + 20))
-  while [[ $SECONDS -lt $join_deadline ]]; do
-    stages="$("$ringlm" status --node "127.0.0.1:$((base_port + 1))" --json 2>/dev/null |
-      grep -o '"first_layer"' | wc -l || true)"
-    [[ "${stages:-0}" -ge "$n" ]] && break
-    sleep 0.5
+  # /health turns 200 as soon as the head has a plan, which its peers may not
+  # have adopted yet (plan epochs are counted per node). Give the nodes up to
+  # 20 s more to agree on one plan that uses all of them, so the first request
+  # does not fail. (A model with fewer layers than nodes leaves some nodes
+  # idle; then the wait runs out and the cluster is used as it is.)
+  local join_deadline=$((SECONDS + 20))
+  until cluster_converged "$ringlm" "$base_port" "$n"; do
+    if [[ $SECONDS -ge $join_deadline ]]; then
+      log "warning: the nodes have not agreed on one plan over all $n nodes within 20 s;" \
+        "early requests may fail (see the logs in $run_dir)"
+      break
+    fi
+    sleep 0.25
   done
 
   local api="http://127.0.0.1:$api_port"
@@ -378,7 +409,7 @@ EOF
   # Stay attached; if a daemon dies, say which and stop the rest.
   while :; do
     for ((k = 1; k <= n; ++k)); do
-      if ! is_ringlmd "${STARTED_PIDS[$((k - 1))]}"; then
+      if ! pid_alive "${STARTED_PIDS[$((k - 1))]}"; then
         log "node $k (pid ${STARTED_PIDS[$((k - 1))]}) exited"
         log_tail "$run_dir" "$k"
         exit 1

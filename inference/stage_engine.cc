@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "inference/ops/activations.h"
+#include "inference/ops/attention.h"
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul.h"
 #include "inference/ops/norm_rope.h"
@@ -70,17 +71,18 @@ void StageEngine::Embed(std::span<const int32_t> tokens, float* x) const {
 // Causal attention of n new queries over the cache, per head. Mirrors
 // llama.cpp's non-flash path: queries are rounded to f16 to meet the f16
 // keys, and the softmax weights are rounded to f16 to meet the f16 values.
-// Hot loop for long contexts; a SIMD version is future work.
+// The dot products and the weighted sum run in SIMD kernels (ops/attention.h)
+// with the rounding of the plain scalar loops.
 void StageEngine::Attention(const KvCache& cache, uint32_t layer, uint32_t n_past, int64_t n,
                             const float* q, float* out) const {
   const int64_t n_head = config_.n_head;
   const int64_t hd = config_.head_dim;
   const int64_t group = config_.n_head / config_.n_head_kv;
+  const int64_t stride = config_.n_embd_kv();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   auto work = [&](int64_t begin, int64_t end) {
     std::vector<float> scores(n_past + n);
     std::vector<float> q16(hd);
-    std::vector<float> acc(hd);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head;
       const int64_t h = item % n_head;
@@ -88,20 +90,12 @@ void StageEngine::Attention(const KvCache& cache, uint32_t layer, uint32_t n_pas
       const int64_t n_keys = n_past + t + 1;
       const float* qh = q + (t * n_head + h) * hd;
       for (int64_t d = 0; d < hd; ++d) q16[d] = Fp16ToFp32(Fp32ToFp16(qh[d]));
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const uint16_t* k = cache.key(layer, j) + kv_offset;
-        float dot = 0;
-        for (int64_t d = 0; d < hd; ++d) dot += q16[d] * Fp16ToFp32(k[d]);
-        scores[j] = dot * scale;
-      }
+      AttentionScoresF16(q16.data(), cache.key(layer, 0) + kv_offset, stride, n_keys, hd, scale,
+                         scores.data());
       SoftmaxInPlace(scores.data(), n_keys);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const float p = Fp16ToFp32(Fp32ToFp16(scores[j]));
-        const uint16_t* v = cache.value(layer, j) + kv_offset;
-        for (int64_t d = 0; d < hd; ++d) acc[d] += p * Fp16ToFp32(v[d]);
-      }
-      std::copy(acc.begin(), acc.end(), out + (t * n_head + h) * hd);
+      for (int64_t j = 0; j < n_keys; ++j) scores[j] = Fp16ToFp32(Fp32ToFp16(scores[j]));
+      AttentionWeightedSumF16(scores.data(), cache.value(layer, 0) + kv_offset, stride, n_keys,
+                              hd, out + (t * n_head + h) * hd);
     }
   };
   if (pool_ != nullptr) {

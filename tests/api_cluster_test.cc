@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "base/metrics.h"
 #include "inference/chat_template.h"
 #include "inference/generator.h"
 #include "inference/model.h"
@@ -271,6 +272,51 @@ TEST(ApiClusterTest, EightConcurrentStreamsEachGetTheirOwnText) {
   }
   for (std::thread& t : clients) t.join();
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], expected[i]) << prompts[i];
+}
+
+std::vector<PrometheusSample> Scrape(uint16_t port) {
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get("/metrics");
+  EXPECT_TRUE(res && res->status == 200);
+  if (!res) return {};
+  EXPECT_EQ(res->get_header_value("Content-Type"), kPrometheusContentType);
+  absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(res->body);
+  EXPECT_TRUE(samples.ok()) << samples.status() << "\n" << res->body;
+  return samples.ok() ? *samples : std::vector<PrometheusSample>{};
+}
+
+TEST(ApiClusterTest, MetricsParseAsPrometheusTextAndMoveWithRequests) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  const auto before = Scrape(cluster.metrics_port(0));
+  const MetricLabels length = {{"finish", "length"}};
+  const double requests_before = FindSample(before, "ringlm_requests_total", length).value_or(-1);
+  EXPECT_EQ(requests_before, 0);
+  json messages = json::array({{{"role", "user"}, {"content", kTurns[0]}}});
+  Reply first = Chat(cluster.api_port(), messages);
+  messages.push_back({{"role", "assistant"}, {"content", first.content}});
+  messages.push_back({{"role", "user"}, {"content", kTurns[1]}});
+  Reply second = Chat(cluster.api_port(), messages);
+  ASSERT_EQ(second.status, 200);
+  const auto after = Scrape(cluster.metrics_port(0));
+  EXPECT_EQ(FindSample(after, "ringlm_requests_total", length), 2);
+  EXPECT_EQ(FindSample(after, "ringlm_generated_tokens_total"), 2 * kMaxTokens);
+  EXPECT_EQ(FindSample(after, "ringlm_prompt_tokens_total"),
+            first.prompt_tokens + second.prompt_tokens);
+  EXPECT_EQ(FindSample(after, "ringlm_prefix_cache_hits_total"), 1);
+  EXPECT_EQ(FindSample(after, "ringlm_prefix_cache_tokens_total"), second.cached);
+  EXPECT_EQ(FindSample(after, "ringlm_time_to_first_token_seconds_count"), 2);
+  EXPECT_EQ(FindSample(after, "ringlm_peers"), 2);
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    const auto node = Scrape(cluster.metrics_port(i));
+    EXPECT_GT(FindSample(node, "ringlm_stage_forward_seconds_count").value_or(0), 0) << i;
+    EXPECT_GT(FindSample(node, "ringlm_layers_held").value_or(0), 0) << i;
+  }
+  // `ringlm status` shows the same figures.
+  json status = cluster.Status(0);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status["nodes"][0]["metrics"]["requests"], 2);
+  EXPECT_EQ(status["nodes"][0]["metrics"]["cache_hits"], 1);
 }
 
 }  // namespace

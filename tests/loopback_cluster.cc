@@ -13,7 +13,10 @@ LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options))
   dir_ = MakeTempDir("ringlm-cluster");
   discovery_port_ = FreeUdpPort();
   if (options_.api) api_port_ = FreeTcpPort();
-  for (size_t i = 0; i < options_.memory_mb.size(); ++i) ports_.push_back(FreeTcpPort());
+  for (size_t i = 0; i < options_.memory_mb.size(); ++i) {
+    ports_.push_back(FreeTcpPort());
+    metrics_ports_.push_back(FreeTcpPort());
+  }
   nodes_.resize(ports_.size());
   for (size_t i = 0; i < ports_.size(); ++i) StartNode(i);
 }
@@ -27,6 +30,7 @@ void LoopbackCluster::StartNode(size_t i) {
                                    "--memory-mb", std::to_string(options_.memory_mb[i]),
                                    "--state-dir", absl::StrCat(dir_, "/state", i),
                                    "--threads", "1",
+                                   "--metrics-port", std::to_string(metrics_ports_[i]),
                                    "--loopback-only"};
   if (!options_.broadcast) {
     std::vector<std::string> peers;

@@ -35,6 +35,7 @@ class LoopbackCluster {
 
   std::string Address(size_t i) const;
   uint16_t api_port() const { return api_port_; }
+  uint16_t metrics_port(size_t i) const { return metrics_ports_[i]; }
   ChildProcess& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
   uint16_t discovery_port() const { return discovery_port_; }
@@ -53,6 +54,7 @@ class LoopbackCluster {
   uint16_t discovery_port_ = 0;
   uint16_t api_port_ = 0;
   std::vector<uint16_t> ports_;
+  std::vector<uint16_t> metrics_ports_;
   std::vector<std::unique_ptr<ChildProcess>> nodes_;
 };
 

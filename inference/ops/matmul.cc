@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
+
+#include <cblas.h>
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul_internal.h"
@@ -17,6 +21,10 @@
 
 namespace ringlm {
 namespace {
+
+// OpenBLAS's own thread count; we set it to 1 so that its threads never run
+// next to our pool's (declared here because cblas.h of other vendors lacks it).
+extern "C" void openblas_set_num_threads(int num_threads);
 
 // Rows per tile when a batch has several tokens: one tile of weights is reused
 // for every token while it is hot in cache.
@@ -239,6 +247,52 @@ void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
   }
 }
 
+// Weight rows dequantized per sgemm call on the GEMM path (overridable with
+// RINGLM_GEMM_TILE_ROWS for tuning).
+int64_t GemmTileRows() {
+  static const int64_t rows = [] {
+    const char* env = std::getenv("RINGLM_GEMM_TILE_ROWS");
+    const int64_t v = env != nullptr ? std::atoll(env) : 0;
+    return v > 0 ? v : int64_t{128};
+  }();
+  return rows;
+}
+
+// The prefill path (see matmul.h): each thread takes contiguous tiles of
+// rows, dequantizes a tile to f32 into its scratch and runs one
+// single-threaded sgemm of all tokens against it:
+// y[t, r0 + i] = sum_k x[t, k] * tile[i, k].
+void MatMulGemm(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
+                int64_t n_tokens, float* y, ThreadPool* pool) {
+  static std::once_flag blas_once;
+  std::call_once(blas_once, [] { openblas_set_num_threads(1); });
+  const size_t row_bytes = RowBytes(type, cols);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t tile = GemmTileRows();
+  const int64_t n_tiles = (rows + tile - 1) / tile;
+  RunParallel(pool, n_tiles, [&](int64_t tile_begin, int64_t tile_end) {
+    thread_local std::vector<float> scratch;
+    for (int64_t ti = tile_begin; ti < tile_end; ++ti) {
+      const int64_t r0 = ti * tile;
+      const int64_t nr = std::min(tile, rows - r0);
+      const float* b = nullptr;
+      if (type == TensorType::kF32) {
+        b = reinterpret_cast<const float*>(wb + r0 * row_bytes);
+      } else {
+        const size_t needed = static_cast<size_t>(nr * cols);
+        if (scratch.size() < needed) scratch.resize(needed);
+        for (int64_t i = 0; i < nr; ++i) {
+          DequantizeRowFast(type, wb + (r0 + i) * row_bytes, scratch.data() + i * cols, cols);
+        }
+        b = scratch.data();
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
+                  static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols),
+                  b, static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(rows));
+    }
+  });
+}
+
 }  // namespace
 
 void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
@@ -246,6 +300,10 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
+  if (MatMulUsesGemm(rows, cols, n_tokens)) {
+    MatMulGemm(type, w, rows, cols, x, n_tokens, y, pool);
+    return;
+  }
 
   // Scratch for converted activations, reused across calls on this thread.
   thread_local std::vector<float> float_scratch;

@@ -1,0 +1,38 @@
+// The figures a node exports at /metrics and in its Topology reply.
+#ifndef RINGLM_DAEMON_NODE_METRICS_H_
+#define RINGLM_DAEMON_NODE_METRICS_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "base/metrics.h"
+
+namespace ringlm {
+
+// One registry per node and the metrics the node's parts update. Created
+// once; the pointers live as long as it. Thread-safe (the metrics are).
+struct NodeMetrics {
+  static absl::StatusOr<std::unique_ptr<NodeMetrics>> Create();
+
+  MetricsRegistry registry;
+  // Requests this node started, by how they ended.
+  Counter* requests_stop = nullptr;
+  Counter* requests_length = nullptr;
+  Counter* requests_cancelled = nullptr;
+  Counter* requests_error = nullptr;
+  Counter* prompt_tokens = nullptr;
+  Counter* generated_tokens = nullptr;
+  // Prefix cache, at the origin: a hit reused a prefix, a miss was a claim
+  // that some stage could not honour (the prompt was recomputed).
+  Counter* cache_hits = nullptr;
+  Counter* cache_misses = nullptr;
+  Counter* cached_tokens = nullptr;
+  Histogram* ttft_seconds = nullptr;
+  Histogram* time_per_token_seconds = nullptr;
+  // This node's forward pass over its layers, per step.
+  Histogram* forward_seconds = nullptr;
+};
+
+}  // namespace ringlm
+
+#endif  // RINGLM_DAEMON_NODE_METRICS_H_

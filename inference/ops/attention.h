@@ -1,0 +1,33 @@
+// Attention kernels over an f16 KV cache (llama.cpp's non-flash CPU path
+// with f16 K/V), with the exact rounding of the plain scalar loops written
+// out in the *Reference functions: each product and each sum is rounded to
+// f32 separately (no FMA), in the order given. The SIMD versions are
+// bit-identical to the references on every target.
+//
+// Layout: row j of keys/values starts at base + j * stride (in f16 elements).
+// Preconditions: n_keys, dim >= 0; outputs do not overlap inputs.
+// All functions are pure and thread-safe. Hot: called per head and query.
+#ifndef RINGLM_INFERENCE_OPS_ATTENTION_H_
+#define RINGLM_INFERENCE_OPS_ATTENTION_H_
+
+#include <cstdint>
+
+namespace ringlm {
+
+// scores[j] = (sum over d = 0, 1, ..., dim - 1 of q[d] * K_j[d]) * scale,
+// summed left to right from 0.
+void AttentionScoresF16(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys,
+                        int64_t dim, float scale, float* scores);
+void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t stride,
+                                 int64_t n_keys, int64_t dim, float scale, float* scores);
+
+// out[d] = sum over j = 0, 1, ..., n_keys - 1 of p[j] * V_j[d], summed left to
+// right from 0, for d < dim.
+void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride,
+                             int64_t n_keys, int64_t dim, float* out);
+void AttentionWeightedSumF16Reference(const float* p, const uint16_t* values, int64_t stride,
+                                      int64_t n_keys, int64_t dim, float* out);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_OPS_ATTENTION_H_

@@ -1,0 +1,87 @@
+#include "inference/ops/attention.h"
+
+#include <bit>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/targets.h"
+#include "inference/ops/fp16.h"
+
+namespace ringlm {
+namespace {
+
+std::vector<uint16_t> RandomHalves(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<uint16_t> out(n);
+  for (auto& h : out) h = Fp32ToFp16(dist(rng));
+  return out;
+}
+
+std::vector<float> RandomFloats(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> out(n);
+  for (auto& f : out) f = dist(rng);
+  return out;
+}
+
+// Every compiled target (AVX-512, AVX2, scalar, ...) against the references,
+// bit for bit, over awkward sizes, strides and offsets.
+TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
+  std::mt19937 rng(7);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t dim : {1, 2, 7, 16, 63, 64, 80, 128}) {
+      for (int64_t extra : {0, 1, 2, 32}) {
+        const int64_t stride = dim + extra;
+        for (int64_t offset : {0, 1, 2}) {
+          for (int64_t n_keys : {1, 3, 15, 16, 17, 40, 129}) {
+            const std::vector<uint16_t> kv = RandomHalves(n_keys * stride + offset + dim, rng);
+            const std::vector<float> q = RandomFloats(dim, rng);
+            std::vector<float> got(n_keys), want(n_keys);
+            AttentionScoresF16(q.data(), kv.data() + offset, stride, n_keys, dim, 0.125f,
+                               got.data());
+            AttentionScoresF16Reference(q.data(), kv.data() + offset, stride, n_keys, dim, 0.125f,
+                                        want.data());
+            for (int64_t j = 0; j < n_keys; ++j) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got[j]), std::bit_cast<uint32_t>(want[j]))
+                  << hwy::TargetName(target) << " scores dim=" << dim << " stride=" << stride
+                  << " offset=" << offset << " n_keys=" << n_keys << " j=" << j;
+            }
+            const std::vector<float> p = RandomFloats(n_keys, rng);
+            std::vector<float> out(dim, NAN), out_ref(dim, NAN);
+            AttentionWeightedSumF16(p.data(), kv.data() + offset, stride, n_keys, dim, out.data());
+            AttentionWeightedSumF16Reference(p.data(), kv.data() + offset, stride, n_keys, dim,
+                                             out_ref.data());
+            for (int64_t d = 0; d < dim; ++d) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(out[d]), std::bit_cast<uint32_t>(out_ref[d]))
+                  << hwy::TargetName(target) << " sum dim=" << dim << " stride=" << stride
+                  << " offset=" << offset << " n_keys=" << n_keys << " d=" << d;
+            }
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The references are the plain loops StageEngine::Attention used to run.
+TEST(AttentionTest, ReferencesAreThePlainLoops) {
+  const uint16_t keys[] = {Fp32ToFp16(1.0f), Fp32ToFp16(2.0f), Fp32ToFp16(-1.5f),
+                           Fp32ToFp16(0.5f)};
+  const float q[] = {3.0f, 0.25f};
+  float scores[2];
+  AttentionScoresF16Reference(q, keys, 2, 2, 2, 0.5f, scores);
+  EXPECT_EQ(scores[0], (3.0f * 1.0f + 0.25f * 2.0f) * 0.5f);
+  EXPECT_EQ(scores[1], (3.0f * -1.5f + 0.25f * 0.5f) * 0.5f);
+  const float p[] = {0.75f, 0.25f};
+  float out[2];
+  AttentionWeightedSumF16Reference(p, keys, 2, 2, 2, out);
+  EXPECT_EQ(out[0], 0.75f * 1.0f + 0.25f * -1.5f);
+  EXPECT_EQ(out[1], 0.75f * 2.0f + 0.25f * 0.5f);
+}
+
+}  // namespace
+}  // namespace ringlm
