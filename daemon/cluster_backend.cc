@@ -49,18 +49,14 @@ class OriginHandle : public GenerationHandle {
 ClusterBackend::ClusterBackend(Node& node) : node_(node) {}
 
 absl::Status ClusterBackend::Ready() const {
-  if (!node_.ready()) return absl::UnavailableError("the node is starting");
-  std::shared_ptr<const ClusterSnapshot> snapshot = node_.cluster().current();
-  if (!snapshot->has_plan()) {
-    return absl::UnavailableError(
-        absl::StrCat("the cluster cannot serve the model yet: ", snapshot->status.message()));
-  }
-  return absl::OkStatus();
+  // A moment's patience: right after a change the nodes need a health round
+  // to see that they agree.
+  return node_.WaitUntilServing(std::chrono::seconds(2));
 }
 
 absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) {
-  RINGLM_RETURN_IF_ERROR(Ready());
+  RINGLM_RETURN_IF_ERROR(node_.WaitUntilServing());
   if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   if (request.prompt.size() > context_size()) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),

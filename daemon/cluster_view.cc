@@ -1,6 +1,7 @@
 #include "daemon/cluster_view.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "daemon/proto_convert.h"
 #include "spdlog/spdlog.h"
@@ -63,6 +64,17 @@ std::optional<std::string> ClusterView::AddressOf(const std::string& node_id) co
   return std::nullopt;
 }
 
+bool ClusterView::Converged() const {
+  absl::MutexLock lock(&mu_);
+  if (!current_->has_plan()) return false;
+  for (const Stage& st : current_->partition.stages) {
+    if (st.node_id == self_.node_id) continue;
+    auto it = peer_partitions_.find(st.node_id);
+    if (it == peer_partitions_.end() || it->second != current_->partition_key) return false;
+  }
+  return true;
+}
+
 void ClusterView::ReportUnreachable(const std::string& node_id) {
   if (discovery_->peers().Remove(node_id)) {
     spdlog::warn("peer {} is unreachable; removed from the peer table", node_id);
@@ -93,6 +105,10 @@ void ClusterView::PollHealth() {
   for (const PeerInfo& peer : discovery_->peers().Snapshot()) {
     v1::HealthReply reply;
     absl::Status s = client_->Health(peer.address, &reply);
+    if (s.ok() && reply.node_id() == peer.node_id) {
+      absl::MutexLock lock(&mu_);
+      peer_partitions_[peer.node_id] = reply.partition();
+    }
     if (!s.ok() || reply.node_id() != peer.node_id) {
       spdlog::warn("health call to {} at {} failed: {}", peer.node_id, peer.address,
                    s.ok() ? "it answers as " + reply.node_id() : s.ToString());
@@ -113,6 +129,10 @@ void ClusterView::Recompute() {
   }
   if (partition.ok()) {
     next->partition = *partition;
+    for (const Stage& st : partition->stages) {
+      absl::StrAppend(&next->partition_key, next->partition_key.empty() ? "" : " ", st.node_id,
+                      "[", st.first_layer, ",", st.last_layer, ")");
+    }
     next->plan = PlanToProto(*partition, next->epoch, fingerprint_, footprint_.n_layers);
     spdlog::info("partition epoch {}: {}", next->epoch, DescribePartition(*partition));
   } else {

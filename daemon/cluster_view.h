@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,8 @@ struct ClusterSnapshot {
   uint64_t epoch = 0;   // bumps with every recomputation on this node
   absl::Status status;  // why there is no plan (e.g. the model does not fit)
   Partition partition;  // empty unless status is OK
+  // "id[first,last) ..." for comparing views between nodes; empty without a plan.
+  std::string partition_key;
   std::vector<PeerInfo> peers;
   v1::Plan plan;  // `partition` as sent on the wire
   bool has_plan() const { return status.ok() && !partition.stages.empty(); }
@@ -63,6 +66,9 @@ class ClusterView {
   std::optional<std::string> AddressOf(const std::string& node_id) const;
   // A call to `node_id` failed: forget it until it announces again.
   void ReportUnreachable(const std::string& node_id);
+  // True when this node has a plan and every other node in it last reported
+  // (by health call) the very same partition: requests can go out safely.
+  bool Converged() const;
 
  private:
   void Loop();
@@ -79,6 +85,8 @@ class ClusterView {
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  // What each peer said its partition was, at its last health call.
+  std::map<std::string, std::string> peer_partitions_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

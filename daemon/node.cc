@@ -176,6 +176,22 @@ void Node::Stop() {
 
 v1::NodeState Node::state() const { return state_.load(); }
 
+absl::Status Node::WaitUntilServing(std::chrono::milliseconds patience) {
+  if (!ready_) return absl::UnavailableError("the node is starting");
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!cluster_->Converged()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::shared_ptr<const ClusterSnapshot> snap = cluster_->current();
+      return absl::UnavailableError(
+          snap->has_plan() ? "the nodes do not agree on a partition yet"
+                           : absl::StrCat("the cluster cannot serve the model yet: ",
+                                          snap->status.message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::OkStatus();
+}
+
 void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
   std::optional<LayerRange> mine;
   for (const Stage& s : snapshot->partition.stages) {

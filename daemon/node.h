@@ -78,6 +78,10 @@ class Node : public Transport {
   DiscoveryService& discovery() { return *discovery_; }
   PeerClient& peers() { return *client_; }
   v1::NodeState state() const;
+  // OK when the cluster has a plan every stage agrees on; waits up to
+  // `patience` for that (nodes settle within a health interval or two),
+  // then Unavailable with the reason.
+  absl::Status WaitUntilServing(std::chrono::milliseconds patience = std::chrono::seconds(5));
   NodeMetrics& metrics() { return *metrics_; }
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 

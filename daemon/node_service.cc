@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/node.h"
+#include "base/status_macros.h"
 #include "daemon/proto_convert.h"
 #include "spdlog/spdlog.h"
 
@@ -102,11 +103,8 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       return absl::InvalidArgumentError("max_tokens must be >= 0");
     }
     if (absl::Status s = SamplingFromProto(request.sampling()).Validate(); !s.ok()) return s;
+    RINGLM_RETURN_IF_ERROR(node_.WaitUntilServing());
     std::shared_ptr<const ClusterSnapshot> snapshot = node_.cluster().current();
-    if (!snapshot->has_plan()) {
-      return absl::UnavailableError(
-          absl::StrCat("the cluster cannot serve the model yet: ", snapshot->status.message()));
-    }
     OriginRequest r;
     r.request_id = NewRequestId();
     r.session_id = r.request_id;
@@ -194,6 +192,7 @@ class NodeService final : public v1::RingNode::CallbackService {
       reply->set_state(node_.state());
       reply->set_grpc_port(node_.grpc_port());
       reply->set_instance_id(node_.instance_id());
+      if (node_.ready()) reply->set_partition(node_.cluster().current()->partition_key);
     }
     return Done(ctx, s);
   }
