@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -87,6 +88,22 @@ TEST(CliTest, ErrorsGoToStderrWithANonZeroExit) {
   RunResult help = RunCli("generate --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--temp"), std::string::npos);
+}
+
+TEST(CliTest, FlagsReferenceIsCurrent) {
+  const std::string source = RINGLM_SOURCE_DIR;
+  std::ifstream in(source + "/docs/flags.md");
+  std::stringstream committed;
+  committed << in.rdbuf();
+  FILE* pipe = popen((source + "/deploy/gen-flags-reference.sh " + RINGLM_BINARY_DIR).c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string generated;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) generated.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0);
+  EXPECT_EQ(generated, committed.str())
+      << "docs/flags.md is stale: run deploy/gen-flags-reference.sh > docs/flags.md";
 }
 
 }  // namespace

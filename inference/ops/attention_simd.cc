@@ -3,7 +3,8 @@
 //   - Scores: lanes hold different keys, and each lane sums its products in
 //     the reference order (d = 0, 1, ...), with separate Mul and Add. Keys
 //     are fetched two f16 at a time by 32-bit gathers (needs an even stride
-//     and an even dim, 4-byte aligned keys; otherwise the reference runs).
+//     and an even dim, 4-byte aligned keys; otherwise the reference runs);
+//     the last partial block re-reads its last key in the unused lanes.
 //   - Weighted sum: lanes hold different d; keys are taken in order j = 0,
 //     1, ... with separate Mul and Add.
 // Targets without F16 conversion instructions (EMU128, SCALAR) run the
@@ -65,6 +66,24 @@ void ScoresImpl(const float* q, const uint16_t* keys, int64_t stride, int64_t n_
         acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d + 1]), HalfToF32<true>(pair)));
       }
       hn::StoreU(hn::Mul(acc, vscale), df, scores + j0);
+    }
+    if (j0 < n_keys) {
+      // The last, partial block: lanes past the end re-read the last key and
+      // are not stored.
+      const size_t rem = static_cast<size_t>(n_keys - j0);
+      const auto lane = hn::Min(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(rem - 1)));
+      const auto tail_index = hn::Mul(lane, hn::Set(di, static_cast<int32_t>(stride / 2)));
+      const auto* base = reinterpret_cast<const uint32_t*>(keys + j0 * stride);
+      auto acc = hn::Zero(df);
+      for (int64_t d = 0; d < dim; d += 2) {
+        const auto pair = hn::GatherIndex(du, base + d / 2, tail_index);
+        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d]), HalfToF32<false>(pair)));
+        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d + 1]), HalfToF32<true>(pair)));
+      }
+      HWY_ALIGN float lanes[hn::MaxLanes(DF())];
+      hn::Store(hn::Mul(acc, vscale), df, lanes);
+      for (size_t l = 0; l < rem; ++l) scores[j0 + l] = lanes[l];
+      return;
     }
   }
   AttentionScoresF16Reference(q, keys + j0 * stride, stride, n_keys - j0, dim, scale,

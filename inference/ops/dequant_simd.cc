@@ -1,8 +1,8 @@
 // SIMD row dequantization to f32 for the prefill GEMM path (matmul.cc),
 // compiled per Highway target and dispatched at run time. Results are
-// bit-identical to DequantizeRow: every value is one exact widening or one
-// rounded product q * d, computed the same way in both. K-quants use
-// DequantizeRow itself.
+// bit-identical to DequantizeRow: every value is computed with the same
+// float operations in the same order (an exact widening, a rounded product
+// q * d, or d1 * q - m1 for Q4_K).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "inference/ops/dequant_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -75,6 +75,76 @@ void DequantQ4_0(const BlockQ4_0* b, float* dst, int64_t n_blocks) {
   }
 }
 
+// Loads kN bytes as int32 lanes.
+HWY_INLINE hn::Vec<hn::Rebind<int32_t, DF>> LoadBytes(const uint8_t* p) {
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Rebind<uint8_t, DF> du8;
+  return hn::BitCast(di32, hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(), hn::LoadU(du8, p)));
+}
+
+// DequantizeRowQ4_K: value = d1 * q - m1 (a product, then a difference).
+void DequantQ4_K(const BlockQ4_K* x, float* dst, int64_t n_blocks) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const auto k15 = hn::Set(di32, 15);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const uint8_t* q = x[i].qs;
+    const float d = Fp16ToFp32(x[i].d);
+    const float min = Fp16ToFp32(x[i].dmin);
+    for (int j = 0, is = 0; j < kQK_K; j += 64, q += 32, is += 2) {
+      uint8_t sc, m;
+      Q4_KScaleMin(is, x[i].scales, &sc, &m);
+      const auto d1 = hn::Set(df, d * sc);
+      const auto m1 = hn::Set(df, min * m);
+      Q4_KScaleMin(is + 1, x[i].scales, &sc, &m);
+      const auto d2 = hn::Set(df, d * sc);
+      const auto m2 = hn::Set(df, min * m);
+      for (size_t l = 0; l < 32; l += kN) {
+        const auto b = LoadBytes(q + l);
+        const auto lo = hn::ConvertTo(df, hn::And(b, k15));
+        const auto hi = hn::ConvertTo(df, hn::ShiftRight<4>(b));
+        hn::StoreU(hn::Sub(hn::Mul(d1, lo), m1), df, dst + j + l);
+        hn::StoreU(hn::Sub(hn::Mul(d2, hi), m2), df, dst + j + 32 + l);
+      }
+    }
+    dst += kQK_K;
+  }
+}
+
+// DequantizeRowQ6_K: value = (d * scale) * (q - 32).
+void DequantQ6_K(const BlockQ6_K* x, float* dst, int64_t n_blocks) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const auto k15 = hn::Set(di32, 15);
+  const auto k3 = hn::Set(di32, 3);
+  const auto k32 = hn::Set(di32, 32);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = Fp16ToFp32(x[i].d);
+    const uint8_t* ql = x[i].ql;
+    const uint8_t* qh = x[i].qh;
+    const int8_t* sc = x[i].scales;
+    for (int c = 0; c < kQK_K; c += 128, dst += 128, ql += 64, qh += 32, sc += 8) {
+      for (size_t l = 0; l < 32; l += kN) {
+        const int is = static_cast<int>(l / 16);  // kN <= 16: one scale per chunk
+        const auto a = LoadBytes(ql + l);
+        const auto b = LoadBytes(ql + l + 32);
+        const auto h = LoadBytes(qh + l);
+        const auto q1 = hn::Sub(hn::Or(hn::And(a, k15), hn::ShiftLeft<4>(hn::And(h, k3))), k32);
+        const auto q2 = hn::Sub(
+            hn::Or(hn::And(b, k15), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(h), k3))), k32);
+        const auto q3 = hn::Sub(
+            hn::Or(hn::ShiftRight<4>(a), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(h), k3))), k32);
+        const auto q4 = hn::Sub(
+            hn::Or(hn::ShiftRight<4>(b), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<6>(h), k3))), k32);
+        hn::StoreU(hn::Mul(hn::Set(df, d * sc[is]), hn::ConvertTo(df, q1)), df, dst + l);
+        hn::StoreU(hn::Mul(hn::Set(df, d * sc[is + 2]), hn::ConvertTo(df, q2)), df, dst + l + 32);
+        hn::StoreU(hn::Mul(hn::Set(df, d * sc[is + 4]), hn::ConvertTo(df, q3)), df, dst + l + 64);
+        hn::StoreU(hn::Mul(hn::Set(df, d * sc[is + 6]), hn::ConvertTo(df, q4)), df, dst + l + 96);
+      }
+    }
+  }
+}
+
 void DequantizeRowFastImpl(TensorType type, const void* src, float* dst, int64_t n) {
   switch (type) {
     case TensorType::kF16:
@@ -88,6 +158,12 @@ void DequantizeRowFastImpl(TensorType type, const void* src, float* dst, int64_t
       return;
     case TensorType::kQ4_0:
       DequantQ4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQ4_0BlockSize);
+      return;
+    case TensorType::kQ4_K:
+      DequantQ4_K(static_cast<const BlockQ4_K*>(src), dst, n / kQK_K);
+      return;
+    case TensorType::kQ6_K:
+      DequantQ6_K(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
       return;
     default:
       DequantizeRow(type, src, dst, n);

@@ -204,10 +204,11 @@ TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
 TEST(MatMulTest, GemmThresholdIsAboveEveryBitExactShape) {
   // The bundled model's largest matrix and the shapes tested bit for bit.
   EXPECT_FALSE(MatMulUsesGemm(512, 64, 63));
+  EXPECT_FALSE(MatMulUsesGemm(512, 172, 63));
   EXPECT_FALSE(MatMulUsesGemm(130, 4096, 5));
   EXPECT_FALSE(MatMulUsesGemm(2048, 2048, 31));  // too few tokens
-  EXPECT_FALSE(MatMulUsesGemm(1023, 1024, 128));  // too small
-  EXPECT_TRUE(MatMulUsesGemm(1024, 1024, 32));
+  EXPECT_FALSE(MatMulUsesGemm(255, 1024, 128));  // too small
+  EXPECT_TRUE(MatMulUsesGemm(256, 1024, 32));
 }
 
 // SIMD dequantization equals DequantizeRow bit for bit on every target.
