@@ -151,7 +151,8 @@ void ClusterView::Recompute() {
 void ClusterView::Loop() {
   uint64_t seen_version = 0;
   bool first = true;
-  auto changed_at = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto changed_at = started;
   auto next_health = changed_at;
   bool dirty = true;
   while (true) {
@@ -171,7 +172,9 @@ void ClusterView::Loop() {
       dirty = true;
       first = false;
     }
-    if (dirty && std::chrono::steady_clock::now() - changed_at >= options_.repartition_debounce) {
+    const bool settled = std::chrono::steady_clock::now() - changed_at >= options_.repartition_debounce &&
+                         std::chrono::steady_clock::now() - started >= options_.first_partition_delay;
+    if (dirty && settled) {
       dirty = false;
       Recompute();
     }

@@ -29,6 +29,9 @@ struct ClusterOptions {
   std::chrono::milliseconds health_interval{1000};
   // Wait for the peer set to hold still this long before re-partitioning.
   std::chrono::milliseconds repartition_debounce{500};
+  // The first partition waits this long after start, so peers already out
+  // there are heard first and the node does not page in the whole model.
+  std::chrono::milliseconds first_partition_delay{1500};
 };
 
 // One computed partition and the peers it came from. Immutable and shared.

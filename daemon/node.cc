@@ -207,8 +207,15 @@ void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
       state_ = v1::NODE_STATE_STARTING;
       return;
     }
+    absl::StatusOr<StageWeights> weights =
+        mine ? model_->LoadStage(*mine) : absl::StatusOr<StageWeights>(absl::NotFoundError(""));
+    if (held) {
+      // Hand back the pages of layers this node no longer runs.
+      if (absl::StatusOr<StageWeights> old = model_->LoadStage(*held); old.ok()) {
+        model_->Release(*old, weights.ok() ? &*weights : nullptr);
+      }
+    }
     if (mine) {
-      absl::StatusOr<StageWeights> weights = model_->LoadStage(*mine);
       if (weights.ok()) {
         int last_decile = -1;
         model_->PageIn(*weights, [&](uint64_t done, uint64_t total) {

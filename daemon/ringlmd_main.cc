@@ -92,6 +92,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.discovery_enabled = !p.GetFlag("no-broadcast");
   o.discovery.loopback_only = p.GetFlag("loopback-only");
   o.cluster.health_interval = std::chrono::milliseconds(*interval);
+  o.cluster.first_partition_delay = std::chrono::milliseconds(*interval * 3 / 2);
   o.sessions.budget_bytes = static_cast<uint64_t>(*kv) << 20;
   o.sessions.max_sessions = static_cast<uint32_t>(*sessions);
   o.rpc.control_timeout = std::chrono::milliseconds(*rpc);

@@ -69,6 +69,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path,
   return m;
 }
 
+void Model::Release(const StageWeights& old, const StageWeights* keep) const {
+  for (const GgufTensorInfo* t : old.tensors()) {
+    bool kept = false;
+    if (keep != nullptr) {
+      for (const GgufTensorInfo* k : keep->tensors()) kept = kept || k == t;
+    }
+    if (!kept) file_->Release(*t);
+  }
+}
+
 void Model::PageIn(const StageWeights& weights, const LoadProgress& progress) const {
   const uint64_t total = weights.bytes();
   const long page = sysconf(_SC_PAGESIZE);

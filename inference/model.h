@@ -41,6 +41,9 @@ class Model {
   // Reads every page of `weights` so the first request does not pay for
   // page faults. Reports progress when `progress` is set.
   void PageIn(const StageWeights& weights, const LoadProgress& progress = nullptr) const;
+  // Drops from memory the pages of tensors `old` uses and `keep` does not,
+  // so a node holds about its own share of the weights after a re-partition.
+  void Release(const StageWeights& old, const StageWeights* keep) const;
 
   const std::string& path() const { return path_; }
   const GgufFile& file() const { return *file_; }

@@ -547,13 +547,17 @@ absl::StatusOr<const GgufTensorInfo*> GgufFile::RequireTensor(std::string_view n
   return t;
 }
 
-void GgufFile::Prefetch(const GgufTensorInfo& t) const {
+void GgufFile::Advise(const GgufTensorInfo& t, int advice) const {
   if (mapping_ == nullptr || t.data == nullptr || t.n_bytes == 0) return;
   static const uintptr_t kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) & ~(kPage - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(t.data) + t.n_bytes;
-  // Advisory only: a failure changes nothing but speed.
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  // Advisory only: a failure changes nothing but speed or residency.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
 }
+
+void GgufFile::Prefetch(const GgufTensorInfo& t) const { Advise(t, MADV_WILLNEED); }
+
+void GgufFile::Release(const GgufTensorInfo& t) const { Advise(t, MADV_DONTNEED); }
 
 }  // namespace ringlm

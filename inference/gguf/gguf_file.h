@@ -184,8 +184,13 @@ class GgufFile {
   // (madvise WILLNEED); a no-op for FromBytes. Precondition: `t` belongs to
   // this file.
   void Prefetch(const GgufTensorInfo& t) const;
+  // Drops the tensor's pages from this process's resident memory (they are
+  // read from the file again if touched). For a node whose layer range moved
+  // away from it. No-op for FromBytes.
+  void Release(const GgufTensorInfo& t) const;
 
  private:
+  void Advise(const GgufTensorInfo& t, int advice) const;
   friend class GgufParser;
   GgufFile() = default;
 
