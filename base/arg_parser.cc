@@ -31,7 +31,8 @@ void ArgParser::AddPositional(const std::string& name, const std::string& help) 
 absl::Status ArgParser::Parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
-    if (auto alias = aliases_.find(arg); alias != aliases_.end()) arg = "--" + alias->second;
+    if (auto alias = aliases_.find(arg); alias != aliases_.end())
+      arg = absl::StrCat("--", alias->second);
     if (arg == "--help" || arg == "-h") {
       help_requested_ = true;
       return absl::OkStatus();
@@ -54,7 +55,7 @@ absl::Status ArgParser::Parse(const std::vector<std::string>& args) {
       if (value.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
       }
-      values_[name] = "1";
+      values_[name].assign(1, '1');  // not = "1": GCC 12 warns falsely (-Wrestrict)
       continue;
     }
     if (!value.has_value()) {

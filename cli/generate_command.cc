@@ -1,6 +1,6 @@
 // `ringlm generate`: text generation on this machine.
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -73,7 +73,9 @@ absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
   return o;
 }
 
-std::string IdsJson(const std::vector<int32_t>& ids) { return "[" + absl::StrJoin(ids, ",") + "]"; }
+std::string IdsJson(const std::vector<int32_t>& ids) {
+  return absl::StrCat("[", absl::StrJoin(ids, ","), "]");
+}
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -128,8 +130,8 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
   ClusterClient client(p.GetString("cluster"));
   const Clock::time_point start = Clock::now();
   Clock::time_point first = start;
-  absl::Status st = client.Generate(
-      request, std::chrono::seconds(*timeout), [&](const v1::GenerateEvent& e) {
+  absl::Status st =
+      client.Generate(request, std::chrono::seconds(*timeout), [&](const v1::GenerateEvent& e) {
         if (e.has_token() && ids.empty()) first = Clock::now();
         if (e.prompt_ids_size() > 0) {
           prompt_ids.assign(e.prompt_ids().begin(), e.prompt_ids().end());
