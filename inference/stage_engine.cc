@@ -1,6 +1,8 @@
 #include "inference/stage_engine.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -89,13 +91,14 @@ void StageEngine::Attention(const KvCache& cache, uint32_t layer, uint32_t n_pas
       const int64_t kv_offset = (h / group) * hd;
       const int64_t n_keys = n_past + t + 1;
       const float* qh = q + (t * n_head + h) * hd;
-      for (int64_t d = 0; d < hd; ++d) q16[d] = Fp16ToFp32(Fp32ToFp16(qh[d]));
+      std::copy(qh, qh + hd, q16.begin());
+      RoundThroughF16(q16.data(), hd);
       AttentionScoresF16(q16.data(), cache.key(layer, 0) + kv_offset, stride, n_keys, hd, scale,
                          scores.data());
       SoftmaxInPlace(scores.data(), n_keys);
-      for (int64_t j = 0; j < n_keys; ++j) scores[j] = Fp16ToFp32(Fp32ToFp16(scores[j]));
-      AttentionWeightedSumF16(scores.data(), cache.value(layer, 0) + kv_offset, stride, n_keys,
-                              hd, out + (t * n_head + h) * hd);
+      RoundThroughF16(scores.data(), n_keys);
+      AttentionWeightedSumF16(scores.data(), cache.value(layer, 0) + kv_offset, stride, n_keys, hd,
+                              out + (t * n_head + h) * hd);
     }
   };
   if (pool_ != nullptr) {

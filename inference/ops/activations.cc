@@ -4,17 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "inference/ops/activations_internal.h"
+
 namespace ringlm {
 namespace {
 
 constexpr int64_t kGroup = 16;  // AVX-512 lanes
-
-// ggml_v_silu for one lane.
-inline float SiluGgmlVector(float x) {
-  const float neg_x = 0.0f - x;
-  const float e = ExpGgmlVector(neg_x);
-  return x / (1.0f + e);
-}
 
 }  // namespace
 
@@ -39,19 +34,11 @@ void SoftmaxInPlace(float* x, int64_t n) {
   assert(n >= 1);
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) max = max > x[i] ? max : x[i];  // ggml's MAX macro
-  double sum = 0.0;
-  int64_t i = 0;
-  for (; i + kGroup <= n; i += kGroup) {
-    float group[kGroup];
-    for (int64_t l = 0; l < kGroup; ++l) {
-      group[l] = ExpGgmlVector(x[i + l] - max);
-      x[i + l] = group[l];
-    }
-    for (int64_t width = kGroup / 2; width >= 1; width /= 2) {
-      for (int64_t l = 0; l < width; ++l) group[l] = group[l] + group[l + width];
-    }
-    sum += static_cast<double>(group[0]);
-  }
+  // Groups of 16 in SIMD (activations_simd.cc), bit-identical to: per group,
+  // x[l] = ExpGgmlVector(x[l] - max), then sum += (double) halving sum.
+  const int64_t n_groups = n / kGroup;
+  double sum = SoftmaxExpGroups16(x, max, n_groups);
+  int64_t i = n_groups * kGroup;
   for (; i < n; ++i) {
     const float val = std::exp(x[i] - max);
     sum += static_cast<double>(val);
@@ -64,14 +51,10 @@ void SoftmaxInPlace(float* x, int64_t n) {
 float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + kGroup <= n; i += kGroup) {
-    for (int64_t l = 0; l < kGroup; ++l) {
-      const float s = SiluGgmlVector(gate[i + l]);
-      out[i + l] = s * up[i + l];
-    }
-  }
-  for (; i < n; ++i) {
+  // Groups of 16: ggml_v_silu(gate) * up, in SIMD (activations_simd.cc).
+  const int64_t n_groups = n / kGroup;
+  SwiGluGroups16(gate, up, out, n_groups);
+  for (int64_t i = n_groups * kGroup; i < n; ++i) {
     const float s = Silu(gate[i]);
     out[i] = s * up[i];
   }

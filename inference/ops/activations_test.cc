@@ -8,6 +8,9 @@
 #include <random>
 #include <vector>
 
+#include "hwy/targets.h"
+#include "inference/ops/activations_internal.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -144,6 +147,60 @@ TEST(SiluTest, SiluAndSwiGluMatchDoublePrecision) {
   SwiGlu(g.data(), u.data(), expected.data(), 3);
   SwiGlu(g.data(), u.data(), g.data(), 3);
   EXPECT_EQ(g, expected);
+}
+
+// The SIMD group kernels on every compiled target equal the per-lane scalar
+// definitions bit for bit, including lanes that need the scalar fallback
+// (huge, tiny, infinite and NaN inputs).
+TEST(ActivationsSimdTest, GroupsMatchScalarDefinitionOnEveryTarget) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 8.0f);
+  const int64_t n_groups = 64;
+  std::vector<float> gate(16 * n_groups), up(16 * n_groups);
+  for (float& v : gate) v = dist(rng);
+  for (float& v : up) v = dist(rng);
+  gate[5] = 95.0f;    // exp(-x) underflows past 2^-126
+  gate[40] = -95.0f;  // exp(-x) overflows
+  gate[77] = std::numeric_limits<float>::infinity();
+  gate[100] = NAN;
+  gate[200] = -88.5f;
+  gate[201] = 87.6f;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<float> out(gate.size());
+    SwiGluGroups16(gate.data(), up.data(), out.data(), n_groups);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const float g = gate[i];
+      const float want = (g / (1.0f + ExpGgmlVector(0.0f - g))) * up[i];
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(want))
+          << hwy::TargetName(target) << " swiglu i=" << i << " gate=" << g;
+    }
+    std::vector<float> x(gate.begin(), gate.end());
+    x[100] = -1e30f;  // softmax input: finite, some far below the max
+    x[77] = -200.0f;
+    const float max = 95.0f;
+    std::vector<float> want_x(x.size());
+    double want_sum = 0.0;
+    for (int64_t g = 0; g < n_groups; ++g) {
+      float group[16];
+      for (int l = 0; l < 16; ++l) {
+        group[l] = ExpGgmlVector(x[16 * g + l] - max);
+        want_x[16 * g + l] = group[l];
+      }
+      for (int width = 8; width >= 1; width /= 2) {
+        for (int l = 0; l < width; ++l) group[l] = group[l] + group[l + width];
+      }
+      want_sum += static_cast<double>(group[0]);
+    }
+    const double sum = SoftmaxExpGroups16(x.data(), max, n_groups);
+    ASSERT_EQ(std::bit_cast<uint64_t>(sum), std::bit_cast<uint64_t>(want_sum))
+        << hwy::TargetName(target);
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(x[i]), std::bit_cast<uint32_t>(want_x[i]))
+          << hwy::TargetName(target) << " softmax i=" << i;
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace

@@ -23,10 +23,14 @@ void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t s
 
 // out[d] = sum over j = 0, 1, ..., n_keys - 1 of p[j] * V_j[d], summed left to
 // right from 0, for d < dim.
-void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride,
-                             int64_t n_keys, int64_t dim, float* out);
+void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
+                             int64_t dim, float* out);
 void AttentionWeightedSumF16Reference(const float* p, const uint16_t* values, int64_t stride,
                                       int64_t n_keys, int64_t dim, float* out);
+
+// x[i] = Fp16ToFp32(Fp32ToFp16(x[i])) for i < n (rounds to f16 precision,
+// as ggml does where f32 values meet f16 K/V).
+void RoundThroughF16(float* x, int64_t n);
 
 }  // namespace ringlm
 

@@ -86,8 +86,7 @@ void ScoresImpl(const float* q, const uint16_t* keys, int64_t stride, int64_t n_
       return;
     }
   }
-  AttentionScoresF16Reference(q, keys + j0 * stride, stride, n_keys - j0, dim, scale,
-                              scores + j0);
+  AttentionScoresF16Reference(q, keys + j0 * stride, stride, n_keys - j0, dim, scale, scores + j0);
 }
 
 void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
@@ -95,8 +94,8 @@ void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   auto load = [&](int64_t j, int64_t d) {
-    return hn::PromoteTo(df,
-                         hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(values + j * stride + d)));
+    return hn::PromoteTo(
+        df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(values + j * stride + d)));
   };
   constexpr int64_t N = static_cast<int64_t>(kN);
   int64_t d0 = 0;
@@ -126,7 +125,22 @@ void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int
   }
 }
 
+// VCVTPS2PH (F16C) / FCVTN round to nearest even, as Fp32ToFp16 specifies.
+void RoundImpl(float* x, int64_t n) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kN) <= n; i += kN) {
+    hn::StoreU(hn::PromoteTo(df, hn::DemoteTo(dh, hn::LoadU(df, x + i))), df, x + i);
+  }
+  for (; i < n; ++i) x[i] = Fp16ToFp32(Fp32ToFp16(x[i]));
+}
+
 #else  // !RINGLM_ATTN_SIMD
+
+void RoundImpl(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = Fp16ToFp32(Fp32ToFp16(x[i]));
+}
 
 void ScoresImpl(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys, int64_t dim,
                 float scale, float* scores) {
@@ -148,14 +162,17 @@ namespace ringlm {
 
 HWY_EXPORT(ScoresImpl);
 HWY_EXPORT(WeightedSumImpl);
+HWY_EXPORT(RoundImpl);
+
+void RoundThroughF16(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(RoundImpl)(x, n); }
 
 void AttentionScoresF16(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys,
                         int64_t dim, float scale, float* scores) {
   HWY_DYNAMIC_DISPATCH(ScoresImpl)(q, keys, stride, n_keys, dim, scale, scores);
 }
 
-void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride,
-                             int64_t n_keys, int64_t dim, float* out) {
+void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
+                             int64_t dim, float* out) {
   HWY_DYNAMIC_DISPATCH(WeightedSumImpl)(p, values, stride, n_keys, dim, out);
 }
 

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -69,8 +70,7 @@ TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
 
 // The references are the plain loops StageEngine::Attention used to run.
 TEST(AttentionTest, ReferencesAreThePlainLoops) {
-  const uint16_t keys[] = {Fp32ToFp16(1.0f), Fp32ToFp16(2.0f), Fp32ToFp16(-1.5f),
-                           Fp32ToFp16(0.5f)};
+  const uint16_t keys[] = {Fp32ToFp16(1.0f), Fp32ToFp16(2.0f), Fp32ToFp16(-1.5f), Fp32ToFp16(0.5f)};
   const float q[] = {3.0f, 0.25f};
   float scores[2];
   AttentionScoresF16Reference(q, keys, 2, 2, 2, 0.5f, scores);
@@ -81,6 +81,30 @@ TEST(AttentionTest, ReferencesAreThePlainLoops) {
   AttentionWeightedSumF16Reference(p, keys, 2, 2, 2, out);
   EXPECT_EQ(out[0], 0.75f * 1.0f + 0.25f * -1.5f);
   EXPECT_EQ(out[1], 0.75f * 2.0f + 0.25f * 0.5f);
+}
+
+TEST(AttentionTest, RoundThroughF16MatchesScalarOnEveryTarget) {
+  std::mt19937 rng(13);
+  std::vector<float> x;
+  std::normal_distribution<float> dist(0.0f, 1000.0f);
+  for (int i = 0; i < 1000; ++i) x.push_back(dist(rng));
+  for (float v :
+       {0.0f, -0.0f, 65504.0f, 65520.0f, 1e6f, -1e6f, 6e-8f, 3e-8f, 2.9e-8f, 1e-5f, -6.1e-5f,
+        1.0009765625f, 1.00048828125f, 1.00146484375f, std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min()}) {
+    x.push_back(v);
+  }
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<float> got = x;
+    RoundThroughF16(got.data(), static_cast<int64_t>(got.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = Fp16ToFp32(Fp32ToFp16(x[i]));
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+          << hwy::TargetName(target) << " x=" << x[i];
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ void DequantQ4_0(const BlockQ4_0* b, float* dst, int64_t n_blocks) {
   for (int64_t i = 0; i < n_blocks; ++i) {
     const auto d = hn::Set(df, Fp16ToFp32(b[i].d));
     for (size_t j = 0; j < 16; j += kN) {
-      const auto q = hn::BitCast(di32, hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(),
-                                                     hn::LoadU(du8, b[i].qs + j)));
+      const auto q = hn::BitCast(
+          di32, hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(), hn::LoadU(du8, b[i].qs + j)));
       const auto lo = hn::Sub(hn::And(q, k15), k8);
       const auto hi = hn::Sub(hn::ShiftRight<4>(q), k8);
       hn::StoreU(hn::Mul(hn::ConvertTo(df, lo), d), df, dst + 32 * i + j);
@@ -79,7 +79,8 @@ void DequantQ4_0(const BlockQ4_0* b, float* dst, int64_t n_blocks) {
 HWY_INLINE hn::Vec<hn::Rebind<int32_t, DF>> LoadBytes(const uint8_t* p) {
   const hn::Rebind<int32_t, DF> di32;
   const hn::Rebind<uint8_t, DF> du8;
-  return hn::BitCast(di32, hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(), hn::LoadU(du8, p)));
+  return hn::BitCast(di32,
+                     hn::PromoteTo(hn::RebindToUnsigned<decltype(di32)>(), hn::LoadU(du8, p)));
 }
 
 // DequantizeRowQ4_K: value = d1 * q - m1 (a product, then a difference).

@@ -5,15 +5,16 @@
 // std::fma, a libm call there: correct but slow).
 #include "inference/ops/matmul.h"
 
+#include <cblas.h>  // types only: OpenBLAS is loaded at run time (LoadBlas)
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <vector>
-
-#include <cblas.h>
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul_internal.h"
@@ -21,10 +22,6 @@
 
 namespace ringlm {
 namespace {
-
-// OpenBLAS's own thread count; we set it to 1 so that its threads never run
-// next to our pool's (declared here because cblas.h of other vendors lacks it).
-extern "C" void openblas_set_num_threads(int num_threads);
 
 // Rows per tile when a batch has several tokens: one tile of weights is reused
 // for every token while it is hot in cache.
@@ -258,21 +255,64 @@ int64_t GemmTileRows() {
   return rows;
 }
 
-// The prefill path (see matmul.h): each thread takes contiguous tiles of
-// rows, dequantizes a tile to f32 into its scratch and runs one
-// single-threaded sgemm of all tokens against it:
-// y[t, r0 + i] = sum_k x[t, k] * tile[i, k].
+// OpenBLAS, opened on first use rather than linked, so that we choose its
+// thread count before its constructor reads it: OPENBLAS_NUM_THREADS=1, so it
+// starts no threads of its own (our pool splits the rows; nothing is
+// oversubscribed). A value the user set is left alone; ours is removed again
+// after loading (setenv runs once, on the first large prefill). Its kernel
+// choice (OPENBLAS_CORETYPE) is OpenBLAS's own: we do not force AVX-512
+// kernels, since 0.3.21 is known to misbehave on some newer CPUs. Without
+// OpenBLAS, MatMul keeps its own kernels for every shape.
+struct Blas {
+  using Sgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float,
+                         const float*, int, const float*, int, float, float*, int);
+  Sgemm sgemm = nullptr;
+};
+
+Blas LoadBlas() {
+  bool set_threads = false;
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    set_threads = setenv("OPENBLAS_NUM_THREADS", "1", 0) == 0;
+  }
+  void* lib = nullptr;
+  for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) break;
+  }
+  if (set_threads) unsetenv("OPENBLAS_NUM_THREADS");
+  Blas blas;
+  if (lib == nullptr) return blas;
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(lib, "openblas_set_num_threads"))) set(1);
+  blas.sgemm = reinterpret_cast<Blas::Sgemm>(dlsym(lib, "cblas_sgemm"));
+  return blas;  // the library stays open for the life of the process
+}
+
+const Blas& GetBlas() {
+  static const Blas blas = LoadBlas();
+  return blas;
+}
+
+// The prefill path (see matmul.h): each thread takes tiles of rows,
+// dequantizes a tile to f32 into its scratch and runs one single-threaded
+// sgemm of all tokens against it: y[t, r0 + i] = sum_k x[t, k] * tile[i, k].
+// Precondition: GetBlas().sgemm != nullptr.
 void MatMulGemm(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
                 int64_t n_tokens, float* y, ThreadPool* pool) {
-  static std::once_flag blas_once;
-  std::call_once(blas_once, [] { openblas_set_num_threads(1); });
+  const Blas::Sgemm sgemm = GetBlas().sgemm;
   const size_t row_bytes = RowBytes(type, cols);
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t tile = GemmTileRows();
   const int64_t n_tiles = (rows + tile - 1) / tile;
-  RunParallel(pool, n_tiles, [&](int64_t tile_begin, int64_t tile_end) {
+  // Tiles are handed out one at a time from a shared counter, so a thread
+  // that is descheduled (a busy machine) does not hold up the others; each
+  // tile's result does not depend on which thread computes it.
+  std::atomic<int64_t> next_tile{0};
+  const int64_t n_workers = pool != nullptr ? std::min<int64_t>(pool->n_threads(), n_tiles) : 1;
+  RunParallel(pool, n_workers, [&](int64_t, int64_t) {
     thread_local std::vector<float> scratch;
-    for (int64_t ti = tile_begin; ti < tile_end; ++ti) {
+    for (int64_t ti = next_tile.fetch_add(1, std::memory_order_relaxed); ti < n_tiles;
+         ti = next_tile.fetch_add(1, std::memory_order_relaxed)) {
       const int64_t r0 = ti * tile;
       const int64_t nr = std::min(tile, rows - r0);
       const float* b = nullptr;
@@ -286,9 +326,9 @@ void MatMulGemm(TensorType type, const void* w, int64_t rows, int64_t cols, cons
         }
         b = scratch.data();
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
-                  static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols),
-                  b, static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(rows));
+      sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
+            static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), b,
+            static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(rows));
     }
   });
 }
@@ -300,7 +340,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
-  if (MatMulUsesGemm(rows, cols, n_tokens)) {
+  if (MatMulUsesGemm(rows, cols, n_tokens) && GetBlas().sgemm != nullptr) {
     MatMulGemm(type, w, rows, cols, x, n_tokens, y, pool);
     return;
   }

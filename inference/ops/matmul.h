@@ -27,9 +27,11 @@
 // kGemmMinTokens tokens and rows * cols >= kGemmMinElements), MatMul
 // dequantizes tiles of weight rows to f32 and multiplies them with the
 // unconverted f32 activations by OpenBLAS sgemm (single-threaded; our pool
-// splits the rows). That is not ggml's rounding: each result is a plain f32
-// dot of the dequantized weights with x, within about 1e-5 relative of the
-// exact one (tests: 1e-4), and more accurate than ggml's, which quantizes x.
+// splits the rows; OpenBLAS is opened at run time, and if it cannot be, the
+// ggml-order kernels run instead). That is not ggml's rounding: each result
+// is a plain f32 dot of the dequantized weights with x, within about 1e-5
+// relative of the exact one (tests: 1e-4), and more accurate than ggml's,
+// which quantizes x.
 // Its results do not depend on the thread count either. The bundled test
 // model (matrices <= 512 x 64 = 2^15 values) and the bit-exact tests (< 32
 // tokens) never reach it; tinyllama's K/V projections (256 x 2048) do.
