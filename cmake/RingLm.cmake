@@ -9,8 +9,9 @@ endfunction()
 
 # ringlm_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with ctest.
 # Tests see RINGLM_SHARED_DIR (models/ and refs/) as a compile definition.
+# SERIAL: ctest runs the test's cases with no other test beside them.
 function(ringlm_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE RINGLM_SHARED_DIR="${RINGLM_SHARED_DIR}"
@@ -18,6 +19,9 @@ function(ringlm_test name)
   set(props TIMEOUT 300)
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_SERIAL)  # e.g. fixed port ranges: run alone
+    list(APPEND props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
