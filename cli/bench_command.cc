@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 #include "inference/stage_engine.h"
 #include "nlohmann/json.hpp"
@@ -161,7 +162,11 @@ int RunBench(const std::vector<std::string>& args) {
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
   p.AddAlias("-t", "threads");
   p.AddFlag("json", "print the figures as one JSON object instead of a table");
+  p.AddFlag("fast-prefill",
+            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
+            "may differ in the last bits");
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  SetFastPrefill(p.GetFlag("fast-prefill"));
   if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
   BenchSettings s;
   s.threads = DefaultThreadCount();

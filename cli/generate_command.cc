@@ -9,6 +9,7 @@
 #include "cli/cluster_client.h"
 #include "cli/commands.h"
 #include "inference/generator.h"
+#include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 
 namespace ringlm {
@@ -30,6 +31,9 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
   p.AddAlias("-t", "threads");
   p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
+  p.AddFlag("fast-prefill",
+            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
+            "may differ in the last bits");
   p.AddFlag("json", "print one JSON object {prompt_ids, ids, text} instead of streaming");
   p.AddFlag("timings", "print load, prompt and per-token times to stderr at the end");
   p.AddOption("cluster", "HOST:PORT", "generate through a running cluster via this node");
@@ -165,6 +169,7 @@ int RunGenerate(const std::vector<std::string>& args) {
     return Fail(absl::InvalidArgumentError("--model (or --cluster) is required"));
   }
   if (p.Has("cluster")) return GenerateOnCluster(p, *options);
+  SetFastPrefill(p.GetFlag("fast-prefill"));
   uint32_t ctx = 0;
   if (p.Has("ctx-size")) {
     auto v = p.GetInt("ctx-size", 1, 1 << 20);

@@ -2,8 +2,8 @@
 // state and cache use.
 #include <cstdio>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/metrics.h"
 #include "cli/cli_common.h"
 #include "cli/cluster_client.h"
@@ -67,10 +67,14 @@ json Describe(const v1::TopologyReply& view,
   json out;
   out["node_id"] = view.node_id();
   const v1::ModelInfo& m = view.model();
-  out["model"] = {{"path", m.path()},         {"name", m.name()},
-                  {"fingerprint", m.fingerprint()}, {"architecture", m.architecture()},
-                  {"n_layers", m.n_layers()}, {"bytes", m.total_bytes()},
-                  {"n_vocab", m.n_vocab()},   {"context_size", m.context_size()}};
+  out["model"] = {{"path", m.path()},
+                  {"name", m.name()},
+                  {"fingerprint", m.fingerprint()},
+                  {"architecture", m.architecture()},
+                  {"n_layers", m.n_layers()},
+                  {"bytes", m.total_bytes()},
+                  {"n_vocab", m.n_vocab()},
+                  {"context_size", m.context_size()}};
   json stages = json::array();
   for (const v1::PlanStage& s : view.plan().stages()) {
     stages.push_back({{"node_id", s.node_id()},
@@ -79,8 +83,8 @@ json Describe(const v1::TopologyReply& view,
                       {"last_layer", s.last_layer()}});
   }
   out["plan"] = {{"epoch", view.plan().epoch()}, {"stages", stages}};
-  out["idle"] = json(std::vector<std::string>(view.idle_node_ids().begin(),
-                                              view.idle_node_ids().end()));
+  out["idle"] =
+      json(std::vector<std::string>(view.idle_node_ids().begin(), view.idle_node_ids().end()));
   if (!view.partition_error().empty()) out["partition_error"] = view.partition_error();
   json nodes = json::array();
   for (const v1::PeerView& p : view.peers()) {
@@ -128,9 +132,8 @@ void PrintTable(const json& d) {
                 static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
                 d["plan"]["stages"].size());
   }
-  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE", "ADDRESS",
-              "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS",
-              "CACHE");
+  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE", "ADDRESS", "MEMORY",
+              "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";

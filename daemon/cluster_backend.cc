@@ -60,8 +60,7 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
   if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   if (request.prompt.size() > context_size()) {
     return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),
-                                                   " tokens, the context holds ",
-                                                   context_size()));
+                                                   " tokens, the context holds ", context_size()));
   }
   RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
   OriginRequest r;

@@ -130,8 +130,8 @@ void ClusterView::Recompute() {
   if (partition.ok()) {
     next->partition = *partition;
     for (const Stage& st : partition->stages) {
-      absl::StrAppend(&next->partition_key, next->partition_key.empty() ? "" : " ", st.node_id,
-                      "[", st.first_layer, ",", st.last_layer, ")");
+      absl::StrAppend(&next->partition_key, next->partition_key.empty() ? "" : " ", st.node_id, "[",
+                      st.first_layer, ",", st.last_layer, ")");
     }
     next->plan = PlanToProto(*partition, next->epoch, fingerprint_, footprint_.n_layers);
     spdlog::info("partition epoch {}: {}", next->epoch, DescribePartition(*partition));
@@ -172,8 +172,9 @@ void ClusterView::Loop() {
       dirty = true;
       first = false;
     }
-    const bool settled = std::chrono::steady_clock::now() - changed_at >= options_.repartition_debounce &&
-                         std::chrono::steady_clock::now() - started >= options_.first_partition_delay;
+    const bool settled =
+        std::chrono::steady_clock::now() - changed_at >= options_.repartition_debounce &&
+        std::chrono::steady_clock::now() - started >= options_.first_partition_delay;
     if (dirty && settled) {
       dirty = false;
       Recompute();

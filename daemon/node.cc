@@ -107,8 +107,7 @@ absl::Status Node::Start() {
         }
         return absl::OkStatus();
       },
-      [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); },
-      metrics_.get());
+      [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); }, metrics_.get());
   RINGLM_ASSIGN_OR_RETURN(WeightFootprint fp, ComputeFootprint(model_->file(), config));
   ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes};
   cluster_ = std::make_unique<ClusterView>(
@@ -143,23 +142,23 @@ absl::Status Node::Start() {
 
 absl::Status Node::RegisterGauges() {
   MetricsRegistry& r = metrics_->registry;
-  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
-      "ringlm_peers", "Other nodes in the peer table.", {},
-      [this] { return static_cast<double>(discovery_->peers().size()); }));
-  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge("ringlm_layers_held", "Layers this node runs.", {},
-                                            [this] {
-                                              std::optional<LayerRange> range = stage_->range();
-                                              return range ? range->size() : 0.0;
-                                            }));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_peers", "Other nodes in the peer table.", {},
+                         [this] { return static_cast<double>(discovery_->peers().size()); }));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_layers_held", "Layers this node runs.", {}, [this] {
+        std::optional<LayerRange> range = stage_->range();
+        return range ? range->size() : 0.0;
+      }));
   RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
       "ringlm_kv_cache_bytes", "KV cache bytes held by idle sessions.", {},
       [this] { return static_cast<double>(stage_->sessions().Stats().used_bytes); }));
   RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
       "ringlm_kv_sessions", "KV cache sessions held.", {},
       [this] { return static_cast<double>(stage_->sessions().Stats().sessions.size()); }));
-  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
-      "ringlm_stage_queue", "Steps waiting for this node's stage.", {},
-      [this] { return static_cast<double>(stage_->queued()); }));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_stage_queue", "Steps waiting for this node's stage.", {},
+                         [this] { return static_cast<double>(stage_->queued()); }));
   return r.AddCallbackGauge("ringlm_requests_active", "Requests this node started and runs.", {},
                             [this] { return static_cast<double>(origin_->active()); });
 }
@@ -183,9 +182,9 @@ absl::Status Node::WaitUntilServing(std::chrono::milliseconds patience) {
     if (std::chrono::steady_clock::now() >= deadline) {
       std::shared_ptr<const ClusterSnapshot> snap = cluster_->current();
       return absl::UnavailableError(
-          snap->has_plan() ? "the nodes do not agree on a partition yet"
-                           : absl::StrCat("the cluster cannot serve the model yet: ",
-                                          snap->status.message()));
+          snap->has_plan()
+              ? "the nodes do not agree on a partition yet"
+              : absl::StrCat("the cluster cannot serve the model yet: ", snap->status.message()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -9,7 +9,8 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
   MetricsRegistry& r = m->registry;
   constexpr char kRequests[] = "ringlm_requests_total";
   constexpr char kRequestsHelp[] = "Requests this node started, by how they ended.";
-  RINGLM_ASSIGN_OR_RETURN(m->requests_stop, r.AddCounter(kRequests, kRequestsHelp, {{"finish", "stop"}}));
+  RINGLM_ASSIGN_OR_RETURN(m->requests_stop,
+                          r.AddCounter(kRequests, kRequestsHelp, {{"finish", "stop"}}));
   RINGLM_ASSIGN_OR_RETURN(m->requests_length,
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "length"}}));
   RINGLM_ASSIGN_OR_RETURN(m->requests_cancelled,
@@ -18,8 +19,8 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "error"}}));
   RINGLM_ASSIGN_OR_RETURN(m->prompt_tokens,
                           r.AddCounter("ringlm_prompt_tokens_total", "Prompt tokens received."));
-  RINGLM_ASSIGN_OR_RETURN(m->generated_tokens, r.AddCounter("ringlm_generated_tokens_total",
-                                                            "Tokens generated."));
+  RINGLM_ASSIGN_OR_RETURN(m->generated_tokens,
+                          r.AddCounter("ringlm_generated_tokens_total", "Tokens generated."));
   RINGLM_ASSIGN_OR_RETURN(m->cache_hits, r.AddCounter("ringlm_prefix_cache_hits_total",
                                                       "Requests that reused a cached prefix."));
   RINGLM_ASSIGN_OR_RETURN(
@@ -28,18 +29,16 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
                    "Claimed prefixes a stage could not honour (the prompt was recomputed)."));
   RINGLM_ASSIGN_OR_RETURN(m->cached_tokens, r.AddCounter("ringlm_prefix_cache_tokens_total",
                                                          "Prompt tokens taken from the cache."));
-  RINGLM_ASSIGN_OR_RETURN(
-      m->ttft_seconds,
-      r.AddHistogram("ringlm_time_to_first_token_seconds", "Time to the first token.",
-                     ExponentialBuckets(0.005, 2, 14)));
+  RINGLM_ASSIGN_OR_RETURN(m->ttft_seconds, r.AddHistogram("ringlm_time_to_first_token_seconds",
+                                                          "Time to the first token.",
+                                                          ExponentialBuckets(0.005, 2, 14)));
   RINGLM_ASSIGN_OR_RETURN(
       m->time_per_token_seconds,
       r.AddHistogram("ringlm_time_per_token_seconds", "Decode time per token after the first.",
                      ExponentialBuckets(0.0005, 2, 14)));
-  RINGLM_ASSIGN_OR_RETURN(
-      m->forward_seconds,
-      r.AddHistogram("ringlm_stage_forward_seconds", "This node's forward pass per step.",
-                     ExponentialBuckets(0.0001, 2, 18)));
+  RINGLM_ASSIGN_OR_RETURN(m->forward_seconds, r.AddHistogram("ringlm_stage_forward_seconds",
+                                                             "This node's forward pass per step.",
+                                                             ExponentialBuckets(0.0001, 2, 18)));
   return m;
 }
 

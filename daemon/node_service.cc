@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "daemon/node.h"
 #include "base/status_macros.h"
+#include "daemon/node.h"
 #include "daemon/proto_convert.h"
 #include "spdlog/spdlog.h"
 

@@ -192,8 +192,8 @@ void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t f
   const std::string old_id = StageRequestId(request_id, failed_attempt);
   for (const v1::PlanStage& stage : r.plan.stages()) {
     if (absl::Status s = transport_->Cancel(stage, old_id); !s.ok()) {
-      Fail(request_id, absl::Status(s.code(), absl::StrCat("cancelling after a cache miss: ",
-                                                           s.message())));
+      Fail(request_id,
+           absl::Status(s.code(), absl::StrCat("cancelling after a cache miss: ", s.message())));
       return;
     }
   }
@@ -234,7 +234,8 @@ void OriginRegistry::LogRequest(const Active& a, const OriginEvent& last) {
   const bool has_first = a.next_index > 0;
   const double ttft = has_first ? Ms(a.first_token - a.start).count() : 0;
   const double decode_ms = has_first ? Ms(end - a.first_token).count() : 0;
-  const double tps = a.next_index > 1 && decode_ms > 0 ? (a.next_index - 1) * 1000.0 / decode_ms : 0;
+  const double tps =
+      a.next_index > 1 && decode_ms > 0 ? (a.next_index - 1) * 1000.0 / decode_ms : 0;
   std::string plan;
   for (const v1::PlanStage& s : a.request.plan.stages()) {
     absl::StrAppend(&plan, plan.empty() ? "" : " ", s.node_id(), "[", s.first_layer(), ",",
@@ -258,12 +259,13 @@ void OriginRegistry::LogRequest(const Active& a, const OriginEvent& last) {
       m.cached_tokens->Increment(a.cached_tokens);
     }
     if (has_first) m.ttft_seconds->Observe(ttft / 1000.0);
-    if (a.next_index > 1) m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (a.next_index - 1));
+    if (a.next_index > 1)
+      m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (a.next_index - 1));
   }
   spdlog::info(
       "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan {}",
-      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, a.next_index, ttft,
-      tps, plan);
+      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, a.next_index, ttft, tps,
+      plan);
 }
 
 void OriginRegistry::Fail(const std::string& request_id, const absl::Status& status) {
@@ -282,7 +284,8 @@ void OriginRegistry::Cancel(const std::string& request_id) {
 
 void OriginRegistry::DropSessionEverywhere(const v1::Plan& plan, const std::string& session_id) {
   cleanup_.Post([this, plan, session_id] {
-    for (const v1::PlanStage& stage : plan.stages()) (void)transport_->DropSession(stage, session_id);
+    for (const v1::PlanStage& stage : plan.stages())
+      (void)transport_->DropSession(stage, session_id);
   });
 }
 

@@ -6,10 +6,11 @@
 #include <optional>
 
 #include "absl/strings/str_split.h"
-#include "base/arg_parser.h"
 #include "api/openai_server.h"
+#include "base/arg_parser.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/node.h"
+#include "inference/ops/matmul.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -44,6 +45,9 @@ void AddFlags(ArgParser& p) {
   p.AddOption("api-host", "HOST", "address the API binds", "0.0.0.0");
   p.AddOption("api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
+  p.AddFlag("fast-prefill",
+            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
+            "may differ in the last bits");
   p.AddOption("metrics-port", "N",
               "serve GET /metrics (Prometheus) on this port; 0 picks a free one "
               "(default: gRPC port + 1000, or off when the gRPC port is 0)");
@@ -155,6 +159,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(level);
+  SetFastPrefill(p.GetFlag("fast-prefill"));
   absl::StatusOr<NodeOptions> options = ReadFlags(p);
   absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);
   for (const absl::Status& s : {options.status(), api_options.status()}) {
@@ -189,8 +194,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
       return 1;
     }
-    const std::string host =
-        (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
+    const std::string host = (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
     spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
                  api->port(), host, api->port());
   }

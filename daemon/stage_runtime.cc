@@ -327,8 +327,8 @@ absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
   if (!request.fork_from().empty()) {
     if (absl::Status s = sessions_.Fork(request.fork_from(), request.session_id(), reuse);
         !s.ok()) {
-      return CacheMiss(absl::StrCat("cannot fork session '", request.fork_from(), "': ",
-                                    s.message()));
+      return CacheMiss(
+          absl::StrCat("cannot fork session '", request.fork_from(), "': ", s.message()));
     }
   }
   absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(request.session_id());

@@ -297,6 +297,8 @@ const Blas& GetBlas() {
 // dequantizes a tile to f32 into its scratch and runs one single-threaded
 // sgemm of all tokens against it: y[t, r0 + i] = sum_k x[t, k] * tile[i, k].
 // Precondition: GetBlas().sgemm != nullptr.
+std::atomic<bool> fast_prefill{false};
+
 void MatMulGemm(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
                 int64_t n_tokens, float* y, ThreadPool* pool) {
   const Blas::Sgemm sgemm = GetBlas().sgemm;
@@ -340,7 +342,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
-  if (MatMulUsesGemm(rows, cols, n_tokens) && GetBlas().sgemm != nullptr) {
+  if (FastPrefillEnabled() && MatMulUsesGemm(rows, cols, n_tokens) && GetBlas().sgemm != nullptr) {
     MatMulGemm(type, w, rows, cols, x, n_tokens, y, pool);
     return;
   }
@@ -415,5 +417,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
     }
   });
 }
+
+void SetFastPrefill(bool enabled) { fast_prefill.store(enabled); }
+bool FastPrefillEnabled() { return fast_prefill.load(); }
 
 }  // namespace ringlm

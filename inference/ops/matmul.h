@@ -23,7 +23,8 @@
 //     agree.
 // Single-threaded and multi-threaded results are bit-identical.
 //
-// Exception, the prefill GEMM path: when MatMulUsesGemm(...) holds (at least
+// Exception, the prefill GEMM path, off unless SetFastPrefill(true): when it
+// is on and MatMulUsesGemm(...) holds (at least
 // kGemmMinTokens tokens and rows * cols >= kGemmMinElements), MatMul
 // dequantizes tiles of weight rows to f32 and multiplies them with the
 // unconverted f32 activations by OpenBLAS sgemm (single-threaded; our pool
@@ -58,10 +59,19 @@ DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_t
 inline constexpr int64_t kGemmMinTokens = 32;
 inline constexpr int64_t kGemmMinElements = int64_t{1} << 18;
 
-// Whether MatMul takes the GEMM path for these shapes.
+// Whether MatMul takes the GEMM path for these shapes when fast prefill is on.
 inline bool MatMulUsesGemm(int64_t rows, int64_t cols, int64_t n_tokens) {
   return n_tokens >= kGemmMinTokens && rows * cols >= kGemmMinElements;
 }
+
+// Turns the GEMM path on or off for the whole process (default: off).
+// Off, every position's result is the same however the positions are
+// batched, so a prompt continued from a prefix cache gives exactly the
+// tokens of an uncached run. On, large prefills are several times faster,
+// but a position's last bits depend on whether it was computed in a large
+// batch: cached and uncached runs can then differ, rarely, in greedy output.
+void SetFastPrefill(bool enabled);
+bool FastPrefillEnabled();
 
 // y[t * rows + r] = dot(W row r, x row t) for t < n_tokens, r < rows.
 // W: `rows` rows of `cols` values of `type` (GGUF layout: ne0 = cols, rows

@@ -192,6 +192,27 @@ TEST(MatMulTest, QuantizedHandCase) {
   EXPECT_FLOAT_EQ(y, -2032.0f * 0.5f * dx);
 }
 
+TEST(MatMulTest, FastPrefillIsOffByDefaultAndBatchingNeverChangesResults) {
+  EXPECT_FALSE(FastPrefillEnabled());
+  // Off, a position's result is the same alone or in a large batch.
+  const int64_t rows = 512, cols = 1024, n = 40;
+  std::vector<float> x(n * cols);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i);
+  std::vector<uint8_t> w(RowBytes(TensorType::kQ8_0, cols) * rows);
+  std::vector<float> wf(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) wf[c] = std::cos(0.11f * (r * cols + c));
+    QuantizeRow(TensorType::kQ8_0, wf.data(), w.data() + r * RowBytes(TensorType::kQ8_0, cols),
+                cols);
+  }
+  std::vector<float> batch(n * rows), one(rows);
+  MatMul(TensorType::kQ8_0, w.data(), rows, cols, x.data(), n, batch.data(), nullptr);
+  for (int64_t t = 0; t < n; t += 13) {
+    MatMul(TensorType::kQ8_0, w.data(), rows, cols, x.data() + t * cols, 1, one.data(), nullptr);
+    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[r], batch[t * rows + r]) << t << "," << r;
+  }
+}
+
 TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
   std::vector<float> w(64, 1.0f);
   std::vector<float> x(64, 1.0f);
@@ -238,6 +259,10 @@ TEST(MatMulTest, DequantizeRowFastMatchesDequantizeRow) {
 // (relative to sum |w * x|) of the exact dot of the dequantized weights with
 // the f32 activations, and does not depend on the thread count.
 TEST(MatMulTest, GemmPathMatchesExactDotOfDequantizedWeights) {
+  SetFastPrefill(true);
+  struct Reset {
+    ~Reset() { SetFastPrefill(false); }
+  } reset;
   std::mt19937 rng(3);
   ThreadPool pool2(2);
   ThreadPool pool3(3);
