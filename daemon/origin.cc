@@ -219,11 +219,11 @@ bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& la
     a = std::move(it->second);
     active_.erase(it);
   }
+  LogRequest(a, last);  // first, so metrics already count it when the client hears the end
   {
     absl::MutexLock lock(&sink_mu_);
     a.sink(last);
   }
-  LogRequest(a, last);
   CleanUpStages(a.request, a.attempt, last.finish);
   return true;
 }

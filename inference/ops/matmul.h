@@ -11,7 +11,11 @@
 //     exist (DotOrder): ggml_vec_dot_* (4x16 lanes over steps of 64, then the
 //     tail added in double) and llamafile tinyBLAS (one 16-lane accumulator),
 //     which ggml uses for batches of >= 2 tokens when rows % 4 == 0 and
-//     cols % 16 == 0.
+//     cols % 16 == 0. We deviate in one point: the tiled order is chosen by
+//     shape alone, for single tokens too, so that a position's result never
+//     depends on the batch it is computed in (prefix-cached runs equal
+//     uncached ones). ggml's decode steps on such shapes differ from ours in
+//     the last bits.
 //   - Q8_0/Q4_0 dots: per block, 8 exact integer partial sums (4 products
 //     each) are scaled by d_w*d_x (one float product) and FMA-accumulated in 8
 //     float lanes; the lanes are reduced by halving. Both orders agree.
@@ -48,11 +52,12 @@ namespace ringlm {
 
 // Which of ggml's two summation orders a dot product follows.
 enum class DotOrder {
-  kVecDot,  // ggml_vec_dot_*: one token, or a batch tinyBLAS refuses
+  kVecDot,  // ggml_vec_dot_*: shapes tinyBLAS refuses
   kTiled,   // llamafile tinyBLAS: batches of >= 2 tokens
 };
 
-// The order MatMul uses for these shapes (ggml's dispatch rule).
+// The order MatMul uses for these shapes: ggml's batch rule, applied to every
+// batch size (n_tokens is ignored; see above).
 DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens);
 
 // Thresholds of the GEMM path (see above).

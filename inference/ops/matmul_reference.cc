@@ -178,9 +178,11 @@ float KQuantDot(TensorType type, const void* row, const float* x, int64_t cols) 
 
 }  // namespace
 
-DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens) {
-  // ggml sends single tokens to ggml_vec_dot_* (llamafile_sgemm refuses n < 2).
-  if (n_tokens < 2) return DotOrder::kVecDot;
+DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t /*n_tokens*/) {
+  // ggml sends single tokens to ggml_vec_dot_* (llamafile_sgemm refuses
+  // n < 2); we do not: the order depends on the shape alone, so a position
+  // gets the same bits whether it is decoded alone or recomputed inside a
+  // prompt batch, and a prefix-cached run equals an uncached one exactly.
   switch (type) {
     case TensorType::kF32:
     case TensorType::kF16:

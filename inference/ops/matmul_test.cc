@@ -142,8 +142,8 @@ TEST(MatMulTest, EveryCompiledTargetMatchesReference) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-TEST(MatMulTest, DispatchFollowsGgml) {
-  EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 64, 64, 1), DotOrder::kVecDot);
+TEST(MatMulTest, DispatchFollowsGgmlButNeverTheBatchSize) {
+  EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 64, 64, 1), DotOrder::kTiled);
   EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 64, 64, 2), DotOrder::kTiled);
   EXPECT_EQ(MatMulDotOrder(TensorType::kF32, 63, 64, 2), DotOrder::kVecDot);
   EXPECT_EQ(MatMulDotOrder(TensorType::kF16, 64, 172, 5), DotOrder::kVecDot);  // 172 % 16 != 0
@@ -167,13 +167,16 @@ TEST(MatMulTest, SummationOrdersDifferAsSpecified) {
   // Vec-dot: the lanes give 1e8, then + 3 + 3 in double = 1e8 + 6 -> 1e8 + 8.
   EXPECT_EQ(DotRowReference(TensorType::kF32, w.data(), x.data(), cols, DotOrder::kVecDot),
             100000008.0f);
-  // MatMul picks each order by shape: 1 token -> vec-dot; 2 tokens, 4 rows -> tiled.
+  // MatMul picks each order by shape alone: 3 rows -> vec-dot; 4 rows ->
+  // tiled, for one token as for two.
   std::vector<float> w4(4 * cols, 1.0f);
   std::vector<float> x2(x);
   x2.insert(x2.end(), x.begin(), x.end());
   std::vector<float> y(8);
-  MatMul(TensorType::kF32, w4.data(), 4, cols, x.data(), 1, y.data(), nullptr);
+  MatMul(TensorType::kF32, w4.data(), 3, cols, x.data(), 1, y.data(), nullptr);
   EXPECT_EQ(y[0], 100000008.0f);
+  MatMul(TensorType::kF32, w4.data(), 4, cols, x.data(), 1, y.data(), nullptr);
+  EXPECT_EQ(y[0], 1e8f);
   MatMul(TensorType::kF32, w4.data(), 4, cols, x2.data(), 2, y.data(), nullptr);
   EXPECT_EQ(y[0], 1e8f);
   EXPECT_EQ(y[7], 1e8f);
