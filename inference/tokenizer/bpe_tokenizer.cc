@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,17 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "inference/tokenizer/symbol_merge.h"
 #include "inference/tokenizer/unicode.h"
 
 namespace ringlm::tokenizer_internal {
 namespace {
-
-// Length of the UTF-8 sequence a lead byte announces (llama.cpp's
-// unicode_len_utf8). Byte-level words are always valid UTF-8.
-size_t Utf8SequenceLength(char lead) {
-  static constexpr uint8_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[static_cast<uint8_t>(lead) >> 4];
-}
 
 // Splits a merge like llama.cpp: at the first ' ' after position 0.
 bool SplitMerge(std::string_view merge, std::string_view& left, std::string_view& right) {
@@ -36,29 +29,6 @@ bool SplitMerge(std::string_view merge, std::string_view& left, std::string_view
   right = merge.substr(pos + 1);
   return !right.empty();
 }
-
-// A run of word bytes in the merge loop's linked list; n == 0 once merged away.
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;
-  size_t n;
-};
-
-struct Bigram {
-  int left;
-  int right;
-  int32_t rank;
-  size_t size;  // bytes of the concatenation; detects stale entries
-};
-
-// Min-heap order: lowest rank first, ties to the leftmost pair
-// (llm_bigram_bpe::comparator).
-struct BigramGreater {
-  bool operator()(const Bigram& l, const Bigram& r) const {
-    return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);
-  }
-};
 
 }  // namespace
 
@@ -122,51 +92,19 @@ int32_t BpeTokenizer::Rank(std::string_view left, std::string_view right) const 
   return it == ranks_.end() ? -1 : it->second;
 }
 
-// Hot loop of prompt processing: O(n log n) in the word's length.
+// Merges the lowest-ranked adjacent pair first (llm_tokenizer_bpe).
 void BpeTokenizer::EncodeWord(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  std::vector<Symbol> symbols;
-  symbols.reserve(word.size() / 2 + 1);
-  for (size_t offset = 0; offset < word.size();) {
-    const size_t n = std::min(Utf8SequenceLength(word[offset]), word.size() - offset);
-    const int i = static_cast<int>(symbols.size());
-    symbols.push_back(Symbol{
-        .prev = i - 1, .next = offset + n == word.size() ? -1 : i + 1, .offset = offset, .n = n});
-    offset += n;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramGreater> queue;
-  auto try_add_bigram = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
-    const int32_t rank = Rank(word.substr(l.offset, l.n), word.substr(r.offset, r.n));
-    if (rank < 0) return;
-    queue.push(Bigram{.left = left, .right = right, .rank = rank, .size = l.n + r.n});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add_bigram(i - 1, i);
-
-  // Repeatedly merge the lowest-ranked adjacent pair.
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Stale: a side was merged away or grew. (Symbols only grow rightwards and
-    // stay adjacent, so the size check equals llama.cpp's text comparison.)
-    if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;
-    left.n += right.n;
-    right.n = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add_bigram(left.prev, bigram.left);
-    try_add_bigram(bigram.left, left.next);
-  }
+  const std::vector<std::string_view> pieces = MergeSymbols(
+      word, [&](std::string_view left, std::string_view right) -> std::optional<double> {
+        const int32_t rank = Rank(left, right);
+        if (rank < 0) return std::nullopt;
+        return rank;
+      });
 
   // A symbol missing from the vocabulary falls back to its single bytes, and
   // bytes that are not pieces either are dropped, exactly as in llama.cpp.
-  for (int i = 0; i != -1; i = symbols[i].next) {
-    const std::string_view piece = word.substr(symbols[i].offset, symbols[i].n);
+  for (const std::string_view piece : pieces) {
     if (const int32_t id = index().Find(piece); id >= 0) {
       out.push_back(id);
       continue;

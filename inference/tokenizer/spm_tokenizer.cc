@@ -3,25 +3,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "inference/tokenizer/symbol_merge.h"
+
 namespace ringlm::tokenizer_internal {
 namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581 "▁"
-
-// Length of the UTF-8 sequence a lead byte announces, from its high nibble
-// (llama.cpp's unicode_len_utf8). Continuation and invalid bytes count as 1;
-// the sequence is NOT validated, so "\xC3" followed by 'A' is one 2-byte symbol
-// exactly as in llama.cpp.
-size_t Utf8SequenceLength(char lead) {
-  static constexpr uint8_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[static_cast<uint8_t>(lead) >> 4];
-}
 
 // Value of a hex digit already validated by VocabIndex::Build.
 int HexValue(char c) {
@@ -43,31 +35,6 @@ std::string EscapeWhitespace(std::string_view text) {
   }
   return out;
 }
-
-// A run of input bytes in the doubly linked list of the merge loop. A symbol
-// merged into its left neighbour keeps n == 0.
-struct Symbol {
-  int prev;
-  int next;
-  size_t offset;
-  size_t n;
-};
-
-// A candidate merge of two adjacent symbols whose concatenation is a piece.
-struct Bigram {
-  int left;
-  int right;
-  float score;
-  size_t size;  // bytes of the concatenation; detects stale entries
-};
-
-// Max-heap order: highest score first, ties to the leftmost pair
-// (llm_bigram_spm::comparator).
-struct BigramLess {
-  bool operator()(const Bigram& l, const Bigram& r) const {
-    return l.score < r.score || (l.score == r.score && l.left > r.left);
-  }
-};
 
 }  // namespace
 
@@ -101,57 +68,23 @@ std::vector<int32_t> SpmTokenizer::Encode(std::string_view text, bool add_specia
   return out;
 }
 
-// Hot loop of prompt processing: O(n log n) in the fragment's length.
+// Merges the best-scoring adjacent pieces first (llm_tokenizer_spm).
 void SpmTokenizer::EncodeFragment(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
   const VocabIndex& vocab = index();
-
-  // Start from (unvalidated) UTF-8 characters.
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
-  for (size_t offset = 0; offset < text.size();) {
-    const size_t n = std::min(Utf8SequenceLength(text[offset]), text.size() - offset);
-    const int index = static_cast<int>(symbols.size());
-    symbols.push_back(Symbol{.prev = index - 1,
-                             .next = offset + n == text.size() ? -1 : index + 1,
-                             .offset = offset,
-                             .n = n});
-    offset += n;
-  }
-
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
-  auto try_add_bigram = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const std::string_view pair =
-        text.substr(symbols[left].offset, symbols[left].n + symbols[right].n);
-    const int32_t id = vocab.Find(pair);
-    if (id < 0) return;
-    queue.push(Bigram{.left = left, .right = right, .score = vocab.score(id), .size = pair.size()});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add_bigram(i - 1, i);
-
-  // Repeatedly merge the best adjacent pair.
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Skip pairs invalidated by an earlier merge.
-    if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;
-    left.n += right.n;
-    right.n = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-    try_add_bigram(left.prev, bigram.left);
-    try_add_bigram(bigram.left, left.next);
-  }
+  // Highest score first: the smallest key is the negated score.
+  const std::vector<std::string_view> pieces = MergeSymbols(
+      text, [&](std::string_view left, std::string_view right) -> std::optional<double> {
+        const int32_t id = vocab.Find(std::string_view(left.data(), left.size() + right.size()));
+        if (id < 0) return std::nullopt;
+        return -static_cast<double>(vocab.score(id));
+      });
 
   // Emit the surviving symbols. A merged symbol is always a piece, so only an
   // unmerged character can be missing from the vocabulary; llama.cpp's
   // "resegment via recorded merges" step therefore never applies and is
   // omitted. Missing characters fall back to one byte token per byte.
-  for (int i = 0; i != -1; i = symbols[i].next) {
-    const std::string_view piece = text.substr(symbols[i].offset, symbols[i].n);
+  for (const std::string_view piece : pieces) {
     if (const int32_t id = vocab.Find(piece); id >= 0) {
       out.push_back(id);
       continue;
