@@ -1,8 +1,6 @@
 #include "daemon/cluster_view.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "daemon/proto_convert.h"
 #include "spdlog/spdlog.h"
 

@@ -144,10 +144,8 @@ bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
       if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {
         spdlog::info("request {}: {}; recomputing the whole prompt", id, d.error());
         if (metrics_ != nullptr) metrics_->cache_misses->Increment();
-        if (!sender_.Post([this, id, attempt] { RetryWithoutReuse(id, attempt); })) {
-          return true;
-        }
-        return true;
+        if (sender_.Post([this, id, attempt] { RetryWithoutReuse(id, attempt); })) return true;
+        // The node is stopping: no retry, the request fails as reported.
       }
     } else if (d.index() != a.next_index) {
       spdlog::warn("request {}: token index {} out of order (expected {})", id, d.index(),
