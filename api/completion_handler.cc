@@ -18,6 +18,8 @@ namespace {
 // client and shutdown. Only bounds reaction time; tokens wake it at once.
 constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
 
+absl::Status BodyTooLarge() { return absl::OutOfRangeError("The request body is too large"); }
+
 }  // namespace
 
 void SetErrorResponse(const absl::Status& status, httplib::Response& res) {
@@ -36,44 +38,56 @@ class CompletionHandler::Slot {
 };
 
 CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
-                                     bool keep_sessions, int max_concurrent, ChatFormat format)
-    : backend_(backend),
-      cache_(cache),
-      keep_sessions_(keep_sessions),
-      max_concurrent_(std::max(1, max_concurrent)),
-      format_(format) {}
+                                     CompletionHandlerOptions options)
+    : backend_(backend), cache_(cache), options_(std::move(options)) {}
 
 void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
-  Handle(ParseChatCompletionRequest(req.body), res);
+  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
+  Handle(ParseChatCompletionRequest(req.body, options_.json_limits), res);
 }
 
 void CompletionHandler::HandleText(const httplib::Request& req, httplib::Response& res) {
-  Handle(ParseTextCompletionRequest(req.body), res);
+  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
+  Handle(ParseTextCompletionRequest(req.body, options_.json_limits), res);
+}
+
+absl::StatusOr<std::unique_ptr<CompletionHandler::Slot>> CompletionHandler::Admit() {
+  const int limit = std::max(1, options_.max_concurrent);
+  if (running_.fetch_add(1) >= limit) {
+    running_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("The server is overloaded: ", limit, " requests are running; retry later"));
+  }
+  return std::make_unique<Slot>(running_);
+}
+
+std::vector<int32_t> CompletionHandler::Tokenize(const std::vector<PromptSegment>& segments) const {
+  const Tokenizer& tokenizer = backend_.tokenizer();
+  if (options_.parse_special_in_content) {
+    return tokenizer.Encode(JoinSegments(segments), /*add_special=*/true, /*parse_special=*/true);
+  }
+  return tokenizer.EncodeSegments(segments, /*add_special=*/true);
 }
 
 absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
     const CompletionRequest& request) {
-  const std::string model_id = backend_.model_id();
-  // An absent (or empty) model means the one model this cluster serves.
-  if (!request.model.empty() && request.model != model_id) {
-    return WithOpenAiCode(
-        absl::NotFoundError(absl::StrCat("The model '", request.model,
-                                         "' does not exist; this server has '", model_id, "'")),
-        "model_not_found", "model");
-  }
   if (absl::Status ready = backend_.Ready(); !ready.ok()) {
     return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
   }
   const bool chat = request.kind == CompletionRequest::Kind::kChat;
-  std::string text = request.prompt;
+  GenerationStream::Params params;
   if (chat) {
-    absl::StatusOr<std::string> rendered = RenderChat(format_, request.messages, true);
+    absl::StatusOr<std::vector<PromptSegment>> rendered =
+        RenderChatSegments(options_.format, request.messages, true);
     if (!rendered.ok())
       return InvalidFieldError("messages", std::string(rendered.status().message()));
-    text = *std::move(rendered);
+    params.prompt = Tokenize(*rendered);
+  } else {
+    // A raw prompt is the client's own text, markers included (as llama.cpp's
+    // /completion): special-token text in it becomes control tokens.
+    params.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
+                                                /*parse_special=*/true);
   }
-  GenerationStream::Params params;
-  params.prompt = backend_.tokenizer().Encode(text, /*add_special=*/true, /*parse_special=*/true);
   const char* prompt_param = chat ? "messages" : "prompt";
   if (params.prompt.empty()) return InvalidFieldError(prompt_param, "the prompt is empty");
   const uint32_t context = backend_.context_size();
@@ -94,23 +108,28 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
 
 void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res) {
   if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
-  absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
-  if (!params.ok()) return SetErrorResponse(params.status(), res);
-  if (running_.fetch_add(1) >= max_concurrent_) {
-    running_.fetch_sub(1);
+  const std::string model_id = backend_.model_id();
+  // An absent (or empty) model means the one model this cluster serves.
+  if (!parsed->model.empty() && parsed->model != model_id) {
     return SetErrorResponse(
-        absl::ResourceExhaustedError(absl::StrCat("The server is overloaded: ", max_concurrent_,
-                                                  " requests are running; retry later")),
+        WithOpenAiCode(
+            absl::NotFoundError(absl::StrCat("The model '", parsed->model,
+                                             "' does not exist; this server has '", model_id, "'")),
+            "model_not_found", "model"),
         res);
   }
-  auto slot = std::make_unique<Slot>(running_);
+  // Admission before any work that grows with the request or waits.
+  absl::StatusOr<std::unique_ptr<Slot>> slot = Admit();
+  if (!slot.ok()) return SetErrorResponse(slot.status(), res);
+  absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
+  if (!params.ok()) return SetErrorResponse(params.status(), res);
   absl::StatusOr<std::unique_ptr<GenerationStream>> stream =
-      GenerationStream::Start(backend_, cache_, keep_sessions_, *std::move(params));
+      GenerationStream::Start(backend_, cache_, options_.keep_sessions, *std::move(params));
   if (!stream.ok()) return SetErrorResponse(stream.status(), res);
   if (parsed->stream) {
-    RespondStreaming(*parsed, std::move(slot), *std::move(stream), res);
+    RespondStreaming(*parsed, *std::move(slot), *std::move(stream), res);
   } else {
-    Respond(*parsed, std::move(slot), *std::move(stream), res);
+    Respond(*parsed, *std::move(slot), *std::move(stream), res);
   }
 }
 

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "api/completion_request.h"
 #include "api/generation_backend.h"
 #include "api/generation_stream.h"
+#include "api/json_limits.h"
 #include "api/prefix_cache.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
@@ -20,13 +22,27 @@ namespace ringlm {
 // Writes `status` (not OK) as the response: HTTP code and OpenAI error JSON.
 void SetErrorResponse(const absl::Status& status, httplib::Response& res);
 
+struct CompletionHandlerOptions {
+  bool keep_sessions = true;  // keep KV sessions for prefix reuse (the prefix cache is on)
+  int max_concurrent = 64;    // admitted requests at once; more get 503
+  ChatFormat format = ChatFormat::kPlain;
+  JsonLimits json_limits;
+  size_t max_body_bytes = 4 << 20;        // a (chunked) body past this gets 413
+  bool parse_special_in_content = false;  // see ApiOptions
+};
+
 // Thread-safe: one instance serves every HTTP thread. The backend and cache
 // must outlive it, and so must the handler itself outlive every response it
 // produced (ApiServer stops the HTTP server first).
+//
+// Order of work per request, cheapest first so that a flood costs little:
+// parse the body (bounded by json_limits), check the model name, take one of
+// max_concurrent slots (503 when none is free), and only then check
+// readiness, render the chat template and tokenize.
 class CompletionHandler {
  public:
-  CompletionHandler(GenerationBackend& backend, PrefixCache& cache, bool keep_sessions,
-                    int max_concurrent, ChatFormat format);
+  CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
+                    CompletionHandlerOptions options);
 
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleText(const httplib::Request& req, httplib::Response& res);
@@ -37,8 +53,12 @@ class CompletionHandler {
  private:
   class Slot;  // one unit of max_concurrent, released on destruction
   void Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res);
-  // Everything before Submit that can fail: model, readiness, load, prompt.
+  // One of max_concurrent slots, or ResourceExhausted.
+  absl::StatusOr<std::unique_ptr<Slot>> Admit();
+  // What comes after admission and before Submit: readiness, the prompt.
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
+  // The prompt's tokens: chat messages rendered in the template's format.
+  std::vector<int32_t> Tokenize(const std::vector<PromptSegment>& segments) const;
   void Respond(const CompletionRequest& request, std::unique_ptr<Slot> slot,
                std::unique_ptr<GenerationStream> stream, httplib::Response& res);
   void RespondStreaming(const CompletionRequest& request, std::unique_ptr<Slot> slot,
@@ -46,9 +66,7 @@ class CompletionHandler {
 
   GenerationBackend& backend_;
   PrefixCache& cache_;
-  const bool keep_sessions_;
-  const int max_concurrent_;
-  const ChatFormat format_;
+  const CompletionHandlerOptions options_;
   std::atomic<int> running_{0};
   std::atomic<bool> stopping_{false};
 };

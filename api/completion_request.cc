@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "api/api_error.h"
+#include "api/json_limits.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -130,11 +131,8 @@ absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Json> ParseObject(std::string_view body) {
-  Json json = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) {
-    return InvalidFieldError("", "the request body is not valid JSON");
-  }
+absl::StatusOr<Json> ParseObject(std::string_view body, const JsonLimits& limits) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseJsonWithLimits(body, limits));
   if (!json.is_object()) return InvalidFieldError("", "the request body must be a JSON object");
   return json;
 }
@@ -170,8 +168,9 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
 
 }  // namespace
 
-absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body) {
-  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body));
+absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
+                                                             const JsonLimits& limits) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kChat;
   const Json* messages = Field(json, "messages");
@@ -200,8 +199,9 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
   return out;
 }
 
-absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body) {
-  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body));
+absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
+                                                             const JsonLimits& limits) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kText;
   const Json* prompt = Field(json, "prompt");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/json_limits.h"
 #include "inference/chat_template.h"
 #include "inference/sampling/sampling_params.h"
 
@@ -33,18 +34,26 @@ struct CompletionRequest {
   std::vector<std::string> stop;  // at most 4, none empty
 };
 
-// Both parsers: InvalidArgument with the offending field as the error's param
-// (see api_error.h) for malformed JSON, a non-object body, a field of the
-// wrong type or out of range, n != 1, max_tokens <= 0, more than 4 stop
-// strings. Unknown fields are ignored; JSON null counts as absent.
+// Both parsers are pure functions of their input (thread-safe, no model
+// state), meant to be fed untrusted bytes, and are the entry points of the
+// request fuzz target (api/completion_request_fuzzer.cc). The JSON is parsed
+// within `limits` (json_limits.h) before any field is looked at.
+//
+// Errors: InvalidArgument with the offending field as the error's param
+// (see api_error.h) for malformed JSON, JSON past `limits`, a non-object
+// body, a field of the wrong type or out of range, n != 1, max_tokens <= 0,
+// more than 4 stop strings. Unknown fields are ignored; JSON null counts as
+// absent.
 //
 // Chat: `messages` must be a non-empty array of {role, content}; roles
 // system, developer (treated as system), user, assistant; content a string,
 // null (assistant only) or an array of {"type":"text","text":...} parts, which
 // are concatenated.
-absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body);
+absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
+                                                             const JsonLimits& limits = {});
 // Completions: `prompt` is a string (or an array holding one string).
-absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body);
+absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
+                                                             const JsonLimits& limits = {});
 
 }  // namespace ringlm
 

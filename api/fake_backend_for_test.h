@@ -1,7 +1,8 @@
 // Test-only: a scripted GenerationBackend. Each request runs on a thread of its
 // own and emits the tokens its script gives, one every `delay`; scripts can
 // fail Submit, end with an error event, report cached_tokens, and the fake
-// records every submitted request and every cancel of a running request.
+// records every submitted request, every cancel of a running request and
+// every Ready() call. Thread-safe; outlives the server that uses it.
 #ifndef RINGLM_API_FAKE_BACKEND_FOR_TEST_H_
 #define RINGLM_API_FAKE_BACKEND_FOR_TEST_H_
 
@@ -49,6 +50,13 @@ class FakeBackend : public GenerationBackend {
     absl::MutexLock lock(&mu_);
     ready_ = std::move(ready);
   }
+  // The GGUF chat template the server picks its format from (default "": plain).
+  void SetChatTemplate(std::string jinja) {
+    absl::MutexLock lock(&mu_);
+    chat_template_ = std::move(jinja);
+  }
+  // How often the server asked Ready() (it does so only for admitted requests).
+  int ready_calls() const { return ready_calls_.load(); }
 
   std::vector<GenerationRequest> submitted() const {
     absl::MutexLock lock(&mu_);
@@ -103,6 +111,7 @@ class FakeBackend : public GenerationBackend {
   }
 
   absl::Status Ready() const override {
+    ready_calls_++;
     absl::MutexLock lock(&mu_);
     return ready_;
   }
@@ -112,7 +121,10 @@ class FakeBackend : public GenerationBackend {
   }
   const Tokenizer& tokenizer() const override { return tokenizer_; }
   std::string model_id() const override { return "stories260K"; }
-  std::string chat_template() const override { return ""; }
+  std::string chat_template() const override {
+    absl::MutexLock lock(&mu_);
+    return chat_template_;
+  }
   uint32_t context_size() const override { return context_size_; }
   std::string TopologyJson() const override { return R"({"nodes":[{"id":"n1"}]})"; }
 
@@ -139,6 +151,8 @@ class FakeBackend : public GenerationBackend {
   mutable absl::Mutex mu_;
   std::function<FakeScript(const GenerationRequest&)> script_ ABSL_GUARDED_BY(mu_);
   absl::Status ready_ ABSL_GUARDED_BY(mu_);
+  std::string chat_template_ ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<int> ready_calls_{0};
   std::vector<GenerationRequest> submitted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> dropped_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);

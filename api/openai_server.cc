@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <csignal>
+#include <optional>
+#include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
 #include "api/completion_handler.h"
+#include "api/host_check.h"
+#include "api/http_connection_gate.h"
 #include "api/openai_format.h"
 #include "api/web_page.h"
 #include "httplib.h"
@@ -28,6 +33,34 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// The header's value, or nullopt when the request has none.
+std::optional<std::string> Header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  return req.get_header_value(name);
+}
+
+ConnectionLimits LimitsOf(const ApiOptions& o) {
+  ConnectionLimits limits;
+  limits.header_timeout = o.header_timeout;
+  limits.max_header_bytes = o.max_header_bytes;
+  limits.max_connections = o.max_connections;
+  limits.max_body_bytes = o.max_body_bytes;
+  limits.body_timeout = o.body_timeout;
+  limits.max_body_bytes_in_flight = o.max_body_bytes_in_flight;
+  return limits;
+}
+
+CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o, ChatFormat format) {
+  CompletionHandlerOptions h;
+  h.keep_sessions = o.prefix_cache.enabled;
+  h.max_concurrent = o.max_concurrent;
+  h.format = format;
+  h.json_limits = o.json_limits;
+  h.max_body_bytes = o.max_body_bytes;
+  h.parse_special_in_content = o.parse_special_in_content;
+  return h;
+}
+
 }  // namespace
 
 struct ApiServer::Impl {
@@ -37,11 +70,15 @@ struct ApiServer::Impl {
         format(DetectChatFormat(backend->chat_template())),
         cache(options.prefix_cache,
               [b](const std::string& session_id) { b->DropSession(session_id); }),
-        completions(*backend, cache, options.prefix_cache.enabled, options.max_concurrent, format),
-        created(absl::ToUnixSeconds(absl::Now())) {}
+        completions(*backend, cache, HandlerOptionsOf(options, format)),
+        created(absl::ToUnixSeconds(absl::Now())),
+        server(LimitsOf(options)) {}
 
   void Route();
   bool Authorized(const httplib::Request& req) const;
+  // Host, Origin (and CORS preflight), API key: false when `res` holds the
+  // refusal or the preflight's answer.
+  bool Admit(const httplib::Request& req, httplib::Response& res) const;
 
   const ApiOptions options;
   GenerationBackend* const backend;
@@ -49,7 +86,8 @@ struct ApiServer::Impl {
   PrefixCache cache;
   CompletionHandler completions;
   const int64_t created;
-  httplib::Server server;
+  std::optional<HostCheck> host_check;  // built at Start (it reads the interfaces)
+  GatedHttpServer server;
   std::thread thread;
   int port = 0;
   bool started = false;
@@ -58,24 +96,83 @@ struct ApiServer::Impl {
 bool ApiServer::Impl::Authorized(const httplib::Request& req) const {
   if (options.api_key.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (std::string_view(header).substr(0, kBearer.size()) != kBearer) return false;
-  return ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), options.api_key);
+  // "Bearer <key>", the scheme in any case (RFC 7235), then spaces.
+  constexpr absl::string_view kBearer = "bearer";
+  std::string_view value = header;
+  if (value.size() <= kBearer.size() ||
+      !absl::EqualsIgnoreCase(absl::string_view(value.data(), kBearer.size()), kBearer) ||
+      (value[kBearer.size()] != ' ' && value[kBearer.size()] != '\t')) {
+    return false;
+  }
+  value.remove_prefix(kBearer.size());
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return ConstantTimeEquals(value, options.api_key);
+}
+
+bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res) const {
+  const std::optional<std::string> host = Header(req, "Host");
+  if (req.get_header_value_count("Host") > 1) {
+    SetErrorResponse(absl::InvalidArgumentError("More than one Host header"), res);
+    return false;
+  }
+  if (!host_check->HostAllowed(host)) {
+    SetErrorResponse(
+        absl::PermissionDeniedError(absl::StrCat(
+            "Requests addressed to host '", *host,
+            "' are refused (protection against DNS rebinding). If this server is meant to be "
+            "reached by that name, allow it: ringlmd --api-allowed-host ",
+            HostOfHeader(*host).value_or(*host), " (ApiOptions.allowed_hosts)")),
+        res);
+    return false;
+  }
+  const std::optional<std::string> origin = Header(req, "Origin");
+  const HostCheck::OriginVerdict verdict = host_check->CheckOrigin(origin, host);
+  const bool preflight = req.method == "OPTIONS" && origin.has_value() &&
+                         req.has_header("Access-Control-Request-Method");
+  if (verdict == HostCheck::OriginVerdict::kDenied) {
+    SetErrorResponse(absl::PermissionDeniedError(absl::StrCat(
+                         "Cross-origin requests from '", *origin,
+                         "' are not allowed. To let web pages from that origin call this API, "
+                         "allow it: ringlmd --api-cors-origin ",
+                         *origin, " (ApiOptions.cors_origins)")),
+                     res);
+    return false;
+  }
+  if (preflight) {
+    // Answered before the key check: browsers send no credentials here.
+    res.status = 204;
+    if (verdict == HostCheck::OriginVerdict::kAllowed) {
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+    }
+    return false;
+  }
+  if (req.path.rfind("/v1/", 0) == 0 && !Authorized(req)) {
+    SetErrorResponse(absl::UnauthenticatedError(
+                         "Missing or incorrect API key: send 'Authorization: Bearer <key>'"),
+                     res);
+    return false;
+  }
+  return true;
 }
 
 void ApiServer::Impl::Route() {
   server.set_payload_max_length(options.max_body_bytes);
-  const size_t threads = static_cast<size_t>(std::clamp(options.max_concurrent + 8, 16, 512));
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.rfind("/v1/", 0) != 0 || Authorized(req)) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    return Admit(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                           : httplib::Server::HandlerResponse::Handled;
+  });
+  // Every response, refusals and errors included, to an allowed origin.
+  server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!host_check->cors_enabled()) return;
+    res.set_header("Vary", "Origin");
+    const std::optional<std::string> origin = Header(req, "Origin");
+    if (host_check->CheckOrigin(origin, Header(req, "Host")) ==
+        HostCheck::OriginVerdict::kAllowed) {
+      res.set_header("Access-Control-Allow-Origin", *origin);
     }
-    SetErrorResponse(absl::UnauthenticatedError(
-                         "Missing or incorrect API key: send 'Authorization: Bearer <key>'"),
-                     res);
-    return httplib::Server::HandlerResponse::Handled;
   });
   // Statuses httplib sets by itself (no route, body too large, bad request
   // line) arrive here with an empty body; ours already carry their JSON.
@@ -170,8 +267,9 @@ absl::Status ApiServer::Start() {
     return absl::FailedPreconditionError("the API server was already started");
   }
   std::signal(SIGPIPE, SIG_IGN);
-  impl_->Route();
   const ApiOptions& o = impl_->options;
+  impl_->host_check.emplace(o.host, o.allowed_hosts, o.cors_origins);
+  impl_->Route();
   int port = o.port;
   if (o.port == 0) {
     port = impl_->server.bind_to_any_port(o.host);
@@ -181,6 +279,8 @@ absl::Status ApiServer::Start() {
   if (port <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot bind the API to ", o.host, ":", o.port));
   }
+  // Room for a burst of connections (each is then served or refused at once).
+  impl_->server.SetListenBacklog(std::clamp(o.max_connections, 16, 4096));
   impl_->port = port;
   impl_->started = true;
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
@@ -191,6 +291,9 @@ absl::Status ApiServer::Start() {
   spdlog::info("api: serving {} on http://{}:{} (chat format {}, prefix cache {})",
                impl_->backend->model_id(), o.host, port, FormatName(impl_->format),
                o.prefix_cache.enabled ? "on" : "off");
+  if (const std::string warning = ExposureWarning(o.host, !o.api_key.empty()); !warning.empty()) {
+    spdlog::warn("{}", warning);
+  }
   return absl::OkStatus();
 }
 

@@ -6,36 +6,79 @@
 //   GET  /v1/topology   the backend's TopologyJson(), for the web page
 //   GET  /health        200 {"status":"ok"} when the backend is Ready(), else 503
 //   GET  /              the embedded web chat page (404 when not built in)
-// With an api_key, every /v1/ path needs "Authorization: Bearer <key>"; /health
-// and / do not. Errors have OpenAI's shape (see api_error.h for the codes).
+// With an api_key, every /v1/ path needs "Authorization: Bearer <key>" (the
+// scheme in any case); /health and / do not. Errors have OpenAI's shape (see
+// api_error.h for the codes).
+//
+// Every request passes, in order (each failure answers at once and reads no
+// body): the connection gate (http_connection_gate.h: header deadline, size
+// limits, connection bound), the Host check (403 unless a known name of this
+// server; against DNS rebinding), the Origin check (a cross-site browser
+// request from an origin not in cors_origins gets 403; an allowed origin's
+// preflight gets 204 before the key check; see host_check.h), the API key.
+// A completion request is then parsed within json_limits, admitted under
+// max_concurrent (503 past it), and only then rendered and tokenized.
 #ifndef RINGLM_API_OPENAI_SERVER_H_
 #define RINGLM_API_OPENAI_SERVER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "api/generation_backend.h"
+#include "api/json_limits.h"
 #include "api/prefix_cache.h"
 
 namespace ringlm {
 
 struct ApiOptions {
-  std::string host = "0.0.0.0";
+  // The address the API binds. Loopback only by default: "0.0.0.0" (every
+  // interface) exposes it to the network, and Start logs a warning when that
+  // happens without an api_key.
+  std::string host = "127.0.0.1";
   uint16_t port = 8080;             // 0 = any free port (see ApiServer::port())
   std::string api_key;              // empty = no authentication
-  size_t max_body_bytes = 4 << 20;  // larger request bodies get 413
+  size_t max_body_bytes = 4 << 20;  // larger request bodies get 413, unread
   int max_concurrent = 64;          // generations running at once; more get 503
+
+  // Connections (see ConnectionLimits).
+  int max_connections = 512;  // open at once; past it 503 and close
+  // The request line and headers must arrive within this, in total.
+  std::chrono::milliseconds header_timeout{10000};
+  size_t max_header_bytes = 32 << 10;             // larger heads get 431
+  std::chrono::milliseconds body_timeout{60000};  // the whole body, once headers are in
+  // Request bodies held at once, summed (503 past it): bounds the memory a
+  // flood of large bodies can take (max_connections x max_body_bytes is 2 GiB).
+  uint64_t max_body_bytes_in_flight = uint64_t{256} << 20;
+
+  // Browsers (see host_check.h). Host names or addresses, besides localhost,
+  // 127.0.0.1, ::1, the bound host (and the machine's own addresses and name
+  // when bound to 0.0.0.0), that requests may be addressed to; any port; "*"
+  // turns the Host check off.
+  std::vector<std::string> allowed_hosts;
+  // Origins ("https://app.example:8443") whose web pages may call the API;
+  // "*" = any. Empty = CORS off: cross-site browser requests get 403.
+  std::vector<std::string> cors_origins;
+
+  // Request bodies: JSON nesting and element bounds.
+  JsonLimits json_limits;
+  // false (default): special-token text in message content ("<|im_start|>")
+  // stays plain text and only the chat template's markers become control
+  // tokens. true: the old behaviour, content can write control tokens.
+  bool parse_special_in_content = false;
+
   PrefixCacheOptions prefix_cache;
 };
 
-// Serves the API on its own threads: an accept thread plus a pool of HTTP
-// worker threads (max_concurrent + 8, at least 16). HTTP threads never touch
-// model state: they tokenize, submit to `backend`, and read the results
-// through a GenerationStream whose handle cancels the request when the client
-// goes away.
+// Serves the API on its own threads: an accept thread plus one thread per
+// open connection (at most max_connections, joined at Stop). HTTP threads
+// never touch model state: they tokenize, submit to `backend`, and read the
+// results through a GenerationStream whose handle cancels the request when
+// the client goes away.
 //
 // `backend` is not owned and must outlive the server. Start and Stop are for
 // one controlling thread; the rest is internal. Start ignores SIGPIPE for the

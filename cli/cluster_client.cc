@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 
 namespace ringlm {
@@ -15,11 +17,47 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
 
 }  // namespace
 
-ClusterClient::ClusterClient(const std::string& address) : address_(address) {
+void AddClientSecurityFlags(ArgParser& p) {
+  p.AddOption("cluster-key", "FILE",
+              "the cluster key file (default: $RINGLM_CLUSTER_KEY_FILE)");
+  p.AddFlag("insecure", "talk to an --insecure cluster (plaintext, no certificate)");
+}
+
+absl::StatusOr<ClientSecurity> ReadClientSecurity(const ArgParser& p) {
+  ClientSecurity security;
+  std::string file = p.GetString("cluster-key");
+  if (file.empty()) {
+    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) file = env;
+  }
+  if (p.GetFlag("insecure")) {
+    if (!file.empty()) {
+      return absl::InvalidArgumentError("--insecure and a cluster key exclude each other");
+    }
+    return security;
+  }
+  if (file.empty()) {
+    return absl::FailedPreconditionError(
+        "no cluster key: pass --cluster-key FILE (or set RINGLM_CLUSTER_KEY_FILE), or "
+        "--insecure for an insecure cluster");
+  }
+  absl::StatusOr<ClusterKey> key = ClusterKey::LoadFile(file);
+  if (!key.ok()) return key.status();
+  absl::StatusOr<TlsIdentity> identity = MakeClientIdentity(*key);
+  if (!identity.ok()) return identity.status();
+  security.identity = *std::move(identity);
+  return security;
+}
+
+ClusterClient::ClusterClient(const std::string& address, const ClientSecurity& security)
+    : address_(address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  stub_ = v1::RingNode::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (security.identity.has_value()) {
+    credentials = ChannelCredentials(*security.identity);
+    AddChannelArgs(&args);
+  }
+  stub_ = v1::RingNode::NewStub(grpc::CreateCustomChannel(address, credentials, args));
 }
 
 absl::StatusOr<v1::TopologyReply> ClusterClient::Topology(std::chrono::milliseconds timeout) {

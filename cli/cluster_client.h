@@ -5,18 +5,33 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/arg_parser.h"
 #include "proto/ringlm.grpc.pb.h"
+#include "security/tls_credentials.h"
 
 namespace ringlm {
+
+// How the CLI proves itself to a cluster: a client certificate issued from
+// the cluster key, or nothing (--insecure).
+struct ClientSecurity {
+  std::optional<TlsIdentity> identity;  // nullopt = plaintext
+};
+
+// Adds --cluster-key FILE and --insecure to a command that talks to nodes.
+void AddClientSecurityFlags(ArgParser& parser);
+// The key from --cluster-key or $RINGLM_CLUSTER_KEY_FILE, made into a client
+// identity; plaintext with --insecure; FailedPrecondition with neither.
+absl::StatusOr<ClientSecurity> ReadClientSecurity(const ArgParser& parser);
 
 // A connection to one node. Every call has a deadline. Not thread-safe.
 class ClusterClient {
  public:
-  explicit ClusterClient(const std::string& address);
+  ClusterClient(const std::string& address, const ClientSecurity& security);
 
   absl::StatusOr<v1::TopologyReply> Topology(std::chrono::milliseconds timeout);
 

@@ -14,6 +14,7 @@ int RunInspect(const std::vector<std::string>& args);
 int RunStatus(const std::vector<std::string>& args);
 int RunSynth(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
+int RunKeygen(const std::vector<std::string>& args);
 
 }  // namespace ringlm
 

@@ -41,6 +41,7 @@ void AddGenerateOptions(ArgParser& p) {
               "with --cluster: activations on the wire; f32 is exact, f16 halves the traffic",
               "f32");
   p.AddOption("timeout", "SECONDS", "with --cluster: give up after this long", "600");
+  AddClientSecurityFlags(p);
 }
 
 absl::StatusOr<GenerateOptions> ReadGenerateOptions(const ArgParser& p) {
@@ -131,7 +132,9 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
   const bool json = p.GetFlag("json");
   std::vector<int32_t> prompt_ids, ids;
   std::string text;
-  ClusterClient client(p.GetString("cluster"));
+  absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
+  if (!security.ok()) return Fail(security.status());
+  ClusterClient client(p.GetString("cluster"), *security);
   const Clock::time_point start = Clock::now();
   Clock::time_point first = start;
   absl::Status st =

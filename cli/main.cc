@@ -18,6 +18,7 @@ commands:
   status     show a running cluster: nodes, memory, layers, health, caches
   synth      write a GGUF model of a known shape with random weights
   bench      measure prompt processing and decode speed (llama-bench style)
+  keygen     write a new cluster key (every node of a cluster shares one)
 
 Run 'ringlm COMMAND --help' for a command's options.
 )";
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (command == "status") return ringlm::RunStatus(args);
   if (command == "synth") return ringlm::RunSynth(args);
   if (command == "bench") return ringlm::RunBench(args);
+  if (command == "keygen") return ringlm::RunKeygen(args);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -66,8 +66,10 @@ json Describe(const v1::TopologyReply& view,
               const std::map<std::string, absl::StatusOr<v1::TopologyReply>>& own) {
   json out;
   out["node_id"] = view.node_id();
+  out["security"] = view.security();
+  out["cluster_id"] = view.cluster_id();
   const v1::ModelInfo& m = view.model();
-  out["model"] = {{"path", m.path()},
+  out["model"] = {{"file", m.file_name()},
                   {"name", m.name()},
                   {"fingerprint", m.fingerprint()},
                   {"architecture", m.architecture()},
@@ -122,7 +124,12 @@ json Describe(const v1::TopologyReply& view,
 
 void PrintTable(const json& d) {
   const json& m = d["model"];
-  std::printf("model: %s (%s, %d layers, %s)\n", m["path"].get<std::string>().c_str(),
+  if (d["security"] == "mutual-tls") {
+    std::printf("security: mutual TLS, cluster %s\n", d["cluster_id"].get<std::string>().c_str());
+  } else {
+    std::printf("security: INSECURE (no cluster key: any host on the network can join)\n");
+  }
+  std::printf("model: %s (%s, %d layers, %s)\n", m["file"].get<std::string>().c_str(),
               m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
               Mib(m["bytes"].get<uint64_t>()).c_str());
   if (d.contains("partition_error")) {
@@ -169,8 +176,11 @@ int RunStatus(const std::vector<std::string>& args) {
               "GFLOPS, layer range, state, last-seen time and cache use, and the model.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddFlag("json", "print the same figures as one JSON object");
+  AddClientSecurityFlags(p);
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
-  ClusterClient client(p.GetString("node"));
+  absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
+  if (!security.ok()) return Fail(security.status());
+  ClusterClient client(p.GetString("node"), *security);
   absl::StatusOr<v1::TopologyReply> view = client.Topology(kTimeout);
   if (!view.ok()) return Fail(view.status());
   // Each node reports its own state and cache.
@@ -179,7 +189,7 @@ int RunStatus(const std::vector<std::string>& args) {
     if (peer.is_self()) {
       own.emplace(peer.node_id(), *view);
     } else {
-      own.emplace(peer.node_id(), ClusterClient(peer.address()).Topology(kTimeout));
+      own.emplace(peer.node_id(), ClusterClient(peer.address(), *security).Topology(kTimeout));
     }
   }
   const json d = Describe(*view, own);

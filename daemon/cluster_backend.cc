@@ -1,11 +1,10 @@
 #include "daemon/cluster_backend.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
+#include "security/crypto.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
@@ -26,10 +25,8 @@ FinishReason FromProto(v1::FinishReason f) {
   }
 }
 
-std::string NewId(const char* prefix) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return absl::StrFormat("%s-%016x", prefix, rng());
-}
+// 128 random bits from the CSPRNG: ids are capabilities, never guessable.
+std::string NewId(const char* prefix) { return RandomId(prefix); }
 
 // Cancels its request when dropped, unless it already ended.
 class OriginHandle : public GenerationHandle {
@@ -64,8 +61,8 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
   }
   RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
   OriginRequest r;
-  r.request_id = NewId("req");
-  r.session_id = request.reuse.session_id.empty() ? NewId("tmp") : request.reuse.session_id;
+  r.request_id = NewId("req-");
+  r.session_id = request.reuse.session_id.empty() ? NewId("tmp-") : request.reuse.session_id;
   r.plan = node_.cluster().current()->plan;
   r.prompt = std::move(request.prompt);
   r.sampling = SamplingToProto(request.sampling);

@@ -1,5 +1,7 @@
 #include "daemon/cluster_view.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
 #include "spdlog/spdlog.h"
@@ -58,17 +60,30 @@ std::shared_ptr<const ClusterSnapshot> ClusterView::current() const {
 
 std::optional<std::string> ClusterView::AddressOf(const std::string& node_id) const {
   if (node_id == self_.node_id) return self_.address;
-  if (std::optional<PeerInfo> peer = discovery_->peers().Find(node_id)) return peer->address;
+  std::optional<PeerInfo> peer = discovery_->peers().Find(node_id);
+  if (peer && peer->verified) return peer->address;
   return std::nullopt;
 }
 
+bool ClusterView::IsMember(const std::string& node_id) const {
+  if (node_id == self_.node_id) return true;
+  std::optional<PeerInfo> peer = discovery_->peers().Find(node_id);
+  return peer.has_value() && peer->verified;
+}
+
 bool ClusterView::Converged() const {
+  // A member whose last good health call is older than this is suspect.
+  const auto stale = 3 * options_.health_interval + std::chrono::seconds(1);
+  const auto now = std::chrono::steady_clock::now();
   absl::MutexLock lock(&mu_);
   if (!current_->has_plan()) return false;
   for (const Stage& st : current_->partition.stages) {
     if (st.node_id == self_.node_id) continue;
-    auto it = peer_partitions_.find(st.node_id);
-    if (it == peer_partitions_.end() || it->second != current_->partition_key) return false;
+    auto it = peer_health_.find(st.node_id);
+    if (it == peer_health_.end() || it->second.partition != current_->partition_key ||
+        now - it->second.at > stale) {
+      return false;
+    }
   }
   return true;
 }
@@ -80,14 +95,18 @@ void ClusterView::ReportUnreachable(const std::string& node_id) {
 }
 
 void ClusterView::PollHealth() {
-  // Static peers: a healthy reply is as good as an announcement.
+  PeerTable& table = discovery_->peers();
+  // Static peers: a healthy, authenticated reply is as good as an announcement.
   for (const std::string& address : options_.static_peers) {
     v1::HealthReply reply;
-    if (!client_->Health(address, &reply).ok()) continue;
+    std::string spki;
+    if (!client_->Health(address, &reply, &spki).ok()) continue;
     if (reply.node_id() == self_.node_id) continue;
     if (reply.model_fingerprint() != fingerprint_) {
-      spdlog::warn("static peer {} runs another model ({}); ignored", address,
-                   reply.model_fingerprint());
+      if (warnings_.Allow(address)) {
+        spdlog::warn("static peer {} runs another model ({}); ignored", address,
+                     reply.model_fingerprint());
+      }
       continue;
     }
     Announcement a;
@@ -97,27 +116,48 @@ void ClusterView::PollHealth() {
     a.model_fingerprint = reply.model_fingerprint();
     a.caps = CapabilitiesFromProto(reply.capabilities());
     a.grpc_host = HostOf(address);
-    (void)discovery_->peers().Observe(a, a.grpc_host, std::chrono::steady_clock::now());
+    a.spki_fingerprint = spki;
+    (void)table.Observe(a, a.grpc_host, std::chrono::steady_clock::now());
   }
-  // Every known peer: a failed health call removes it at once.
-  for (const PeerInfo& peer : discovery_->peers().Snapshot()) {
+  // Every known peer, proven or not: a good answer from the announced
+  // identity proves it; a failed call removes it at once.
+  std::set<std::string> addresses(options_.static_peers.begin(), options_.static_peers.end());
+  for (const PeerInfo& peer : table.Snapshot()) {
+    addresses.insert(peer.address);
     v1::HealthReply reply;
-    absl::Status s = client_->Health(peer.address, &reply);
-    if (s.ok() && reply.node_id() == peer.node_id) {
-      absl::MutexLock lock(&mu_);
-      peer_partitions_[peer.node_id] = reply.partition();
+    std::string spki;
+    absl::Status s = client_->Health(peer.address, &reply, &spki);
+    if (s.ok() && reply.node_id() != peer.node_id) {
+      s = absl::PermissionDeniedError(absl::StrCat("it answers as ", reply.node_id()));
+    } else if (s.ok() && spki != peer.spki_fingerprint) {
+      s = absl::PermissionDeniedError("its certificate is not the one it announced");
     }
-    if (!s.ok() || reply.node_id() != peer.node_id) {
-      spdlog::warn("health call to {} at {} failed: {}", peer.node_id, peer.address,
-                   s.ok() ? "it answers as " + reply.node_id() : s.ToString());
-      discovery_->peers().Remove(peer.node_id);
+    if (!s.ok()) {
+      if (warnings_.Allow(peer.node_id)) {
+        spdlog::warn("health call to {} at {} failed: {}", peer.node_id, peer.address,
+                     s.ToString());
+      }
+      table.Remove(peer.node_id);
+      continue;
+    }
+    if (!peer.verified && table.MarkVerified(peer.node_id, spki, peer.address)) {
+      spdlog::info("peer {} at {} proved its identity", peer.node_id, peer.address);
+    }
+    absl::MutexLock lock(&mu_);
+    peer_health_[peer.node_id] = PeerHealth{reply.partition(), std::chrono::steady_clock::now()};
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = peer_health_.begin(); it != peer_health_.end();) {
+      it = table.Find(it->first).has_value() ? std::next(it) : peer_health_.erase(it);
     }
   }
+  client_->Retain(addresses);  // channels to forgotten peers close
 }
 
 void ClusterView::Recompute() {
   auto next = std::make_shared<ClusterSnapshot>();
-  next->peers = discovery_->peers().Snapshot();
+  next->peers = discovery_->peers().VerifiedSnapshot();
   std::vector<NodeDescriptor> nodes = {self_};
   for (const PeerInfo& p : next->peers) nodes.push_back({p.node_id, p.address, p.caps});
   absl::StatusOr<Partition> partition = PartitionLayers(nodes, footprint_);

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/log_rate_limiter.h"
 #include "daemon/peer_client.h"
 #include "discovery/discovery_service.h"
 #include "partition/ring_partition.h"
@@ -51,6 +52,11 @@ struct ClusterSnapshot {
 // the peer set has held still for the debounce time. Every node with the
 // same peer set computes the same partition (a pure function of it).
 //
+// Trust: an announced peer is only a claim. It becomes a member (used in
+// partitions, dialled for requests) once a health call over mutual TLS to
+// its announced address answered with its node id from a certificate whose
+// SPKI fingerprint is the announced one (PeerTable::MarkVerified).
+//
 // Owns one thread (Start/Stop). `on_change` runs on that thread after each
 // recomputation. Thread-safe.
 class ClusterView {
@@ -65,12 +71,15 @@ class ClusterView {
 
   std::shared_ptr<const ClusterSnapshot> current() const;
   const NodeDescriptor& self() const { return self_; }
-  // Where to reach `node_id`: this node, a peer in the table, or nullopt.
+  // Where to reach `node_id`: this node, a proven member, or nullopt.
   std::optional<std::string> AddressOf(const std::string& node_id) const;
+  // True for this node and for peers whose identity was proven.
+  bool IsMember(const std::string& node_id) const;
   // A call to `node_id` failed: forget it until it announces again.
   void ReportUnreachable(const std::string& node_id);
-  // True when this node has a plan and every other node in it last reported
-  // (by health call) the very same partition: requests can go out safely.
+  // True when this node has a plan and every other node in it answered its
+  // latest authenticated health call, within the last few health intervals,
+  // with the very same partition: requests can go out safely.
   bool Converged() const;
 
  private:
@@ -88,9 +97,14 @@ class ClusterView {
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
-  // What each peer said its partition was, at its last health call.
-  std::map<std::string, std::string> peer_partitions_ ABSL_GUARDED_BY(mu_);
+  // What each peer said its partition was at its last good health call, and when.
+  struct PeerHealth {
+    std::string partition;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, PeerHealth> peer_health_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  LogRateLimiter warnings_{std::chrono::seconds(30)};  // per peer
   std::thread thread_;
 };
 

@@ -6,8 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "daemon/step_validator.h"
 #include "discovery/node_identity.h"
 #include "partition/device_probe.h"
+#include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -48,6 +50,19 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   const std::string state_dir = o.state_dir.empty() ? DefaultStateDir() : o.state_dir;
   RINGLM_ASSIGN_OR_RETURN(node->node_id_, LoadOrCreateNodeId(state_dir));
   node->instance_id_ = RandomU64();
+  if (o.insecure) {
+    node->announce_mac_key_ = ClusterKey::InsecureAnnounceMacKey();
+  } else {
+    if (o.cluster_key_file.empty()) {
+      return absl::FailedPreconditionError(
+          "no cluster key: pass --cluster-key FILE (make one with `ringlm keygen --out FILE`), "
+          "or --insecure to run an open cluster");
+    }
+    RINGLM_ASSIGN_OR_RETURN(ClusterKey key, ClusterKey::LoadFile(o.cluster_key_file));
+    RINGLM_ASSIGN_OR_RETURN(node->identity_, MakeNodeIdentity(key, state_dir, node->node_id_));
+    node->cluster_id_ = key.ClusterId();
+    node->announce_mac_key_ = key.AnnounceMacKey();
+  }
   RINGLM_ASSIGN_OR_RETURN(node->metrics_, NodeMetrics::Create());
   ModelOptions model_options;
   model_options.layers = LayerRange{0, 0};  // ranges come from the partition
@@ -60,8 +75,16 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   probe.measure_gflops = o.measure_gflops;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe));
   node->pool_ = std::make_unique<ThreadPool>(threads);
-  node->client_ = std::make_unique<PeerClient>(o.rpc);
+  // The largest message a well-formed step can be, and no larger: a flood
+  // of huge messages is refused by gRPC before it is buffered.
+  StepLimits step_limits;
+  step_limits.n_embd = node->model_->config().n_embd;
+  step_limits.max_step_tokens = o.origin.max_chunk_tokens;
+  node->options_.rpc.max_message_bytes = static_cast<int>(
+      std::min<uint64_t>(o.rpc.max_message_bytes, MaxStepBytes(step_limits)));
+  node->client_ = std::make_unique<PeerClient>(o.rpc, node->identity_, node->node_id_);
   DiscoveryOptions discovery = o.discovery;
+  discovery.mac_key = node->announce_mac_key_;
   node->discovery_ = std::make_unique<DiscoveryService>(discovery);
   return node;
 }
@@ -74,7 +97,9 @@ absl::Status Node::Start() {
   grpc::ServerBuilder builder;
   int bound_port = 0;
   const std::string listen = absl::StrCat(o.grpc_host, ":", o.grpc_port);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(
+      listen, identity_ ? ServerCredentials(*identity_) : grpc::InsecureServerCredentials(),
+      &bound_port);
   builder.SetMaxReceiveMessageSize(o.rpc.max_message_bytes);
   builder.SetMaxSendMessageSize(o.rpc.max_message_bytes);
   builder.RegisterService(service_.get());
@@ -96,14 +121,19 @@ absl::Status Node::Start() {
   StageOptions stage_options;
   stage_options.sessions = o.sessions;
   stage_options.forward_seconds = metrics_->forward_seconds;
-  stage_ = std::make_unique<StageRuntime>(*model_, pool_.get(), this, node_id_, stage_options);
+  stage_options.max_step_tokens = o.origin.max_chunk_tokens;
+  stage_ = std::make_unique<StageRuntime>(
+      *model_, pool_.get(), this, node_id_,
+      [this](const std::string& id) { return cluster_->IsMember(id); }, stage_options);
   origin_ = std::make_unique<OriginRegistry>(
-      o.origin, this, node_id_, address(), config.n_embd,
+      o.origin, this, node_id_, config.n_embd,
       [this](const v1::PlanStage& stage) {
+        RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(stage.node_id()));
         v1::HealthReply reply;
-        RINGLM_RETURN_IF_ERROR(client_->Health(Resolve(stage), &reply));
-        if (reply.node_id() != stage.node_id()) {
-          return absl::UnavailableError(absl::StrCat("answered as ", reply.node_id()));
+        std::string spki;
+        RINGLM_RETURN_IF_ERROR(client_->Health(address, &reply, &spki));
+        if (reply.node_id() != stage.node_id() || !IsPinnedMember(stage.node_id(), spki)) {
+          return absl::UnavailableError(absl::StrCat("answered as another node"));
         }
         return absl::OkStatus();
       },
@@ -130,12 +160,14 @@ absl::Status Node::Start() {
     self.model_fingerprint = model_->fingerprint();
     self.caps = caps_;
     self.grpc_host = o.advertise_host;
+    if (identity_) self.spki_fingerprint = identity_->spki_fingerprint;
     RINGLM_RETURN_IF_ERROR(discovery_->Start(self));
   }
   cluster_->Start();
   spdlog::info(
-      "node {} serving gRPC on {} (advertised {}), model {} ({} layers), {:.0f} MiB usable",
-      node_id_, listen.substr(0, listen.rfind(':') + 1) + std::to_string(grpc_port_), address(),
+      "node {} serving gRPC ({}) on {} (advertised {}), model {} ({} layers), {:.0f} MiB usable",
+      node_id_, secure() ? "mutual TLS, cluster " + cluster_id_ : "INSECURE",
+      listen.substr(0, listen.rfind(':') + 1) + std::to_string(grpc_port_), address(),
       model_->path(), config.n_layer, caps_.usable_memory_bytes / 1048576.0);
   return absl::OkStatus();
 }
@@ -159,6 +191,30 @@ absl::Status Node::RegisterGauges() {
   RINGLM_RETURN_IF_ERROR(
       r.AddCallbackGauge("ringlm_stage_queue", "Steps waiting for this node's stage.", {},
                          [this] { return static_cast<double>(stage_->queued()); }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_stage_queue_bytes", "Bytes of the steps waiting for this node's stage.", {},
+      [this] { return static_cast<double>(stage_->queued_bytes()); }));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_grpc_channels", "Open channels to other nodes.", {},
+                         [this] { return static_cast<double>(client_->channels()); }));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_generate_calls", "Generate calls running on this node.", {},
+                         [this] { return static_cast<double>(generate_calls_.load()); }));
+  // Why announcements were dropped (monotonic counts since start).
+  using C = DiscoveryCounters;
+  const std::pair<const char*, uint64_t C::*> reasons[] = {
+      {"malformed", &C::ignored_malformed},     {"oversized", &C::ignored_oversized},
+      {"bad_mac", &C::ignored_bad_mac},         {"other_version", &C::ignored_other_version},
+      {"stale", &C::ignored_stale},             {"replayed", &C::ignored_replayed},
+      {"reordered", &C::ignored_reordered},     {"other_model", &C::ignored_other_model},
+      {"duplicate_id", &C::ignored_duplicate_id}, {"id_conflict", &C::ignored_id_conflict},
+      {"table_full", &C::ignored_table_full}};
+  for (const auto& [reason, field] : reasons) {
+    RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+        "ringlm_discovery_ignored", "Announcements dropped since start, by reason.",
+        {{"reason", reason}},
+        [this, field = field] { return static_cast<double>(discovery_->counters().*field); }));
+  }
   return r.AddCallbackGauge("ringlm_requests_active", "Requests this node started and runs.", {},
                             [this] { return static_cast<double>(origin_->active()); });
 }
@@ -237,36 +293,54 @@ void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
   }
 }
 
-std::string Node::Resolve(const v1::PlanStage& stage) const {
-  if (std::optional<std::string> a = cluster_->AddressOf(stage.node_id())) return *a;
-  return stage.address();
+absl::StatusOr<std::string> Node::Resolve(const std::string& node_id) const {
+  if (std::optional<std::string> a = cluster_->AddressOf(node_id)) return *a;
+  return absl::FailedPreconditionError(
+      absl::StrCat("node ", node_id, " is not a proven member of the cluster"));
 }
 
-absl::Status Node::StageStep(const v1::PlanStage& to, const v1::StageStepRequest& request) {
-  if (to.node_id() == node_id_) return stage_->Enqueue(request);
-  return client_->StageStep(Resolve(to), request);
+bool Node::IsPinnedMember(const std::string& node_id, const std::string& spki) const {
+  const std::string own = identity_ ? identity_->spki_fingerprint : "";
+  if (node_id == node_id_) return ConstantTimeEquals(spki, own);
+  std::optional<PeerInfo> peer = discovery_->peers().Find(node_id);
+  return peer.has_value() && peer->verified && ConstantTimeEquals(spki, peer->spki_fingerprint);
 }
 
-absl::Status Node::DeliverToken(const v1::PlanStage& origin, const v1::DeliverTokenRequest& request,
+bool Node::BeginGenerateCall() {
+  if (generate_calls_.fetch_add(1) < options_.max_generate_calls) return true;
+  generate_calls_.fetch_sub(1);
+  return false;
+}
+
+void Node::EndGenerateCall() { generate_calls_.fetch_sub(1); }
+
+absl::Status Node::StageStep(const std::string& to, const v1::StageStepRequest& request) {
+  if (to == node_id_) return stage_->Enqueue(request, Caller::Self(node_id_));
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
+  return client_->StageStep(address, request);
+}
+
+absl::Status Node::DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
                                 v1::DeliverTokenReply* reply) {
-  if (origin.node_id() == node_id_) {
-    reply->set_cancel(origin_->Deliver(request));
+  if (origin == node_id_) {
+    RINGLM_ASSIGN_OR_RETURN(bool stop, origin_->Deliver(request, node_id_));
+    reply->set_cancel(stop);
     return absl::OkStatus();
   }
-  return client_->DeliverToken(Resolve(origin), request, reply);
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(origin));
+  return client_->DeliverToken(address, request, reply);
 }
 
-absl::Status Node::Cancel(const v1::PlanStage& to, const std::string& request_id) {
-  if (to.node_id() == node_id_) {
-    stage_->Cancel(request_id);
-    return absl::OkStatus();
-  }
-  return client_->Cancel(Resolve(to), request_id);
+absl::Status Node::Cancel(const std::string& to, const std::string& request_id) {
+  if (to == node_id_) return stage_->Cancel(request_id, Caller::Self(node_id_));
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
+  return client_->Cancel(address, request_id);
 }
 
-absl::Status Node::DropSession(const v1::PlanStage& to, const std::string& session_id) {
-  if (to.node_id() == node_id_) return stage_->sessions().Drop(session_id).status();
-  return client_->DropSession(Resolve(to), session_id);
+absl::Status Node::DropSession(const std::string& to, const std::string& session_id) {
+  if (to == node_id_) return stage_->DropSession(session_id, Caller::Self(node_id_)).status();
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
+  return client_->DropSession(address, session_id);
 }
 
 }  // namespace ringlm

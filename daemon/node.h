@@ -25,11 +25,22 @@
 #include "inference/model.h"
 #include "inference/ops/thread_pool.h"
 #include "partition/capabilities.h"
+#include "security/tls_credentials.h"
 
 namespace ringlm {
 
 struct NodeOptions {
   std::string model_path;
+  // The cluster key file (docs/security.md). Required unless `insecure`.
+  std::string cluster_key_file;
+  // No TLS and no proof of identity: anyone on the network can join, read
+  // prompts and disturb requests. For benchmarks and isolated labs only.
+  bool insecure = false;
+  // A client without a cluster certificate may call Generate with
+  // "authorization: Bearer <api_key>"; empty = only key holders.
+  std::string api_key;
+  // Generate calls running at once at most; more get RESOURCE_EXHAUSTED.
+  int max_generate_calls = 64;
   std::string grpc_host = "0.0.0.0";  // address the gRPC server binds
   uint16_t grpc_port = 47801;         // 0 = any free port
   // Host others should use for this node; empty = the first non-loopback
@@ -53,7 +64,9 @@ struct NodeOptions {
 
 // Owns the model mapping, thread pool, discovery, cluster view, stage
 // runtime, origin registry and gRPC server. Start once, Stop once (also run
-// by the destructor). Thread-safe accessors.
+// by the destructor). Thread-safe accessors. With a cluster key, the gRPC
+// server speaks mutual TLS only, announcements are authenticated, and the
+// Transport dials proven members only (docs/security.md).
 class Node : public Transport {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(NodeOptions options);
@@ -85,19 +98,33 @@ class Node : public Transport {
   NodeMetrics& metrics() { return *metrics_; }
   uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
-  // Transport: calls to this node itself skip the network.
-  absl::Status StageStep(const v1::PlanStage& to, const v1::StageStepRequest& request) override;
-  absl::Status DeliverToken(const v1::PlanStage& origin, const v1::DeliverTokenRequest& request,
+  // Security: whether the node runs with a cluster key, as "mutual-tls" or
+  // "insecure", and the key's public label (empty when insecure).
+  bool secure() const { return identity_.has_value(); }
+  std::string security_mode() const { return secure() ? "mutual-tls" : "insecure"; }
+  const std::string& cluster_id() const { return cluster_id_; }
+  const std::string& api_key() const { return options_.api_key; }
+  // True when `node_id` is this node with its own key, or a proven peer
+  // whose pinned certificate key has this SPKI fingerprint.
+  bool IsPinnedMember(const std::string& node_id, const std::string& spki) const;
+  // A slot for one Generate call; false when all are taken.
+  bool BeginGenerateCall();
+  void EndGenerateCall();
+
+  // Transport: calls to this node itself skip the network; others go to the
+  // address proven for that member, never to one named in a request.
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& request) override;
+  absl::Status DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
                             v1::DeliverTokenReply* reply) override;
-  absl::Status Cancel(const v1::PlanStage& to, const std::string& request_id) override;
-  absl::Status DropSession(const v1::PlanStage& to, const std::string& session_id) override;
+  absl::Status Cancel(const std::string& to, const std::string& request_id) override;
+  absl::Status DropSession(const std::string& to, const std::string& session_id) override;
 
  private:
   explicit Node(NodeOptions options);
   void OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot);
   absl::Status RegisterGauges();
-  // Where to call `stage`: this node's peer table first, then the plan.
-  std::string Resolve(const v1::PlanStage& stage) const;
+  // Where to call member `node_id`; FailedPrecondition for a non-member.
+  absl::StatusOr<std::string> Resolve(const std::string& node_id) const;
 
   NodeOptions options_;
   std::string node_id_;
@@ -114,6 +141,10 @@ class Node : public Transport {
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::optional<TlsIdentity> identity_;  // nullopt = insecure
+  std::string cluster_id_;
+  std::string announce_mac_key_;
+  std::atomic<int> generate_calls_{0};
   uint16_t grpc_port_ = 0;
   std::string advertise_host_;
   std::atomic<bool> ready_{false};

@@ -1,13 +1,15 @@
 // The RingNode gRPC service: thin handlers that check the request, hand it
 // to the node's parts, and map absl::Status onto gRPC once (ToGrpc).
 #include <deque>
-#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "base/log_rate_limiter.h"
 #include "base/status_macros.h"
 #include "daemon/node.h"
 #include "daemon/proto_convert.h"
+#include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -21,9 +23,13 @@ absl::Status CheckVersion(uint32_t version) {
       absl::StrCat("protocol version ", version, ", this node speaks ", kVersion));
 }
 
-std::string NewRequestId() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return absl::StrFormat("req-%016x", rng());
+// "Bearer KEY" (the scheme in any case) -> KEY; empty when absent.
+std::string BearerToken(const grpc::ServerContextBase& ctx) {
+  auto it = ctx.client_metadata().find("authorization");
+  if (it == ctx.client_metadata().end()) return "";
+  const std::string value(it->second.data(), it->second.size());
+  if (value.size() < 7 || !absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ")) return "";
+  return value.substr(7);
 }
 
 // Streams one Generate call: origin events become GenerateEvents, written
@@ -31,10 +37,13 @@ std::string NewRequestId() {
 // races with the end of the call finds `reactor` null and is dropped.
 class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
  public:
-  GenerateReactor(Node& node, const v1::GenerateRequest& request)
+  // `admitted` is false when the call was refused before it began (not
+  // authorized, or too many calls): then `refusal` is its answer.
+  GenerateReactor(Node& node, const v1::GenerateRequest& request, absl::Status refusal)
       : node_(node), stream_(std::make_shared<Stream>()), decoder_(node.model().tokenizer()) {
     stream_->reactor = this;
-    absl::Status s = Begin(request);
+    counted_ = refusal.ok();
+    absl::Status s = refusal.ok() ? Begin(request) : refusal;
     if (!s.ok()) {
       absl::MutexLock lock(&stream_->mu);
       final_queued_ = true;
@@ -69,6 +78,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       absl::MutexLock lock(&stream_->mu);
       stream_->reactor = nullptr;
     }
+    if (counted_) node_.EndGenerateCall();
     delete this;
   }
 
@@ -106,7 +116,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     RINGLM_RETURN_IF_ERROR(node_.WaitUntilServing());
     std::shared_ptr<const ClusterSnapshot> snapshot = node_.cluster().current();
     OriginRequest r;
-    r.request_id = NewRequestId();
+    r.request_id = RandomId("req-");
     r.session_id = r.request_id;
     r.plan = snapshot->plan;
     r.prompt = prompt;
@@ -117,6 +127,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
 
     v1::GenerateEvent first;
     first.mutable_prompt_ids()->Add(prompt.begin(), prompt.end());
+    first.set_request_id(r.request_id);
     *first.mutable_plan() = snapshot->plan;
     {
       absl::MutexLock lock(&stream_->mu);
@@ -167,6 +178,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
 
   Node& node_;
   std::shared_ptr<Stream> stream_;
+  bool counted_ = false;  // holds one of the node's Generate slots
   std::string request_id_;
   StreamingDecoder decoder_ ABSL_GUARDED_BY(stream_->mu);
   std::deque<v1::GenerateEvent> pending_ ABSL_GUARDED_BY(stream_->mu);
@@ -176,6 +188,9 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
   grpc::Status final_status_ ABSL_GUARDED_BY(stream_->mu);
 };
 
+// Every handler first establishes who calls (Authenticate: a verified
+// cluster certificate, else UNAUTHENTICATED) and what that caller may do
+// (docs/security.md), then hands the call to the node's parts.
 class NodeService final : public v1::RingNode::CallbackService {
  public:
   explicit NodeService(Node& node) : node_(node) {}
@@ -183,7 +198,8 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
                                    const v1::HealthRequest* request,
                                    v1::HealthReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::Status s = Authenticate(ctx).status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) {
       reply->set_protocol_version(kVersion);
       reply->set_node_id(node_.node_id());
@@ -192,6 +208,8 @@ class NodeService final : public v1::RingNode::CallbackService {
       reply->set_state(node_.state());
       reply->set_grpc_port(node_.grpc_port());
       reply->set_instance_id(node_.instance_id());
+      reply->set_security(node_.security_mode());
+      reply->set_cluster_id(node_.cluster_id());
       if (node_.ready()) reply->set_partition(node_.cluster().current()->partition_key);
     }
     return Done(ctx, s);
@@ -200,7 +218,8 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* Topology(grpc::CallbackServerContext* ctx,
                                      const v1::TopologyRequest* request,
                                      v1::TopologyReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::Status s = Authenticate(ctx).status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
     if (s.ok()) FillTopology(reply);
     return Done(ctx, s);
@@ -209,9 +228,11 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* StageStep(grpc::CallbackServerContext* ctx,
                                       const v1::StageStepRequest* request,
                                       v1::StageStepReply* reply) override {
-    absl::Status s = Ready();
-    if (s.ok()) s = node_.stage().Enqueue(*request);
-    if (!s.ok()) {
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = Ready();
+    if (s.ok()) s = node_.stage().Enqueue(*request, *caller);
+    if (!s.ok() && s.code() != absl::StatusCode::kUnauthenticated && warnings_.Allow("step")) {
       spdlog::warn("rejected a step of request {} from {}: {}", request->request_id().substr(0, 64),
                    ctx->peer(), s.ToString());
     }
@@ -222,9 +243,18 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* DeliverToken(grpc::CallbackServerContext* ctx,
                                          const v1::DeliverTokenRequest* request,
                                          v1::DeliverTokenReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
-    if (s.ok()) reply->set_cancel(node_.origin().Deliver(*request));
+    if (s.ok()) {
+      absl::StatusOr<bool> stop = node_.origin().Deliver(*request, caller->node_id);
+      s = stop.status();
+      if (stop.ok()) reply->set_cancel(*stop);
+    }
+    if (s.code() == absl::StatusCode::kPermissionDenied && warnings_.Allow("deliver")) {
+      spdlog::warn("refused a token delivery from {}: {}", ctx->peer(), s.ToString());
+    }
     reply->set_protocol_version(kVersion);
     return Done(ctx, s);
   }
@@ -232,9 +262,11 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx,
                                    const v1::CancelRequest* request,
                                    v1::CancelReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
-    if (s.ok()) node_.stage().Cancel(request->request_id());
+    if (s.ok()) s = node_.stage().Cancel(request->request_id(), *caller);
     reply->set_protocol_version(kVersion);
     return Done(ctx, s);
   }
@@ -242,7 +274,8 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* CacheStats(grpc::CallbackServerContext* ctx,
                                        const v1::CacheStatsRequest* request,
                                        v1::CacheStatsReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::Status s = Authenticate(ctx).status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
     if (s.ok()) FillCacheStats(reply);
     return Done(ctx, s);
@@ -251,10 +284,16 @@ class NodeService final : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* DropSession(grpc::CallbackServerContext* ctx,
                                         const v1::DropSessionRequest* request,
                                         v1::DropSessionReply* reply) override {
-    absl::Status s = CheckVersion(request->protocol_version());
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
-    if (s.ok()) {
-      absl::StatusOr<bool> dropped = node_.stage().sessions().Drop(request->session_id());
+    if (s.ok() && request->all()) {
+      absl::StatusOr<size_t> dropped = node_.stage().DropAllSessions(*caller);
+      s = dropped.status();
+      if (dropped.ok()) reply->set_dropped(*dropped > 0);
+    } else if (s.ok()) {
+      absl::StatusOr<bool> dropped = node_.stage().DropSession(request->session_id(), *caller);
       s = dropped.status();
       if (dropped.ok()) reply->set_dropped(*dropped);
     }
@@ -263,13 +302,60 @@ class NodeService final : public v1::RingNode::CallbackService {
   }
 
   grpc::ServerWriteReactor<v1::GenerateEvent>* Generate(
-      grpc::CallbackServerContext*, const v1::GenerateRequest* request) override {
-    return new GenerateReactor(node_, *request);
+      grpc::CallbackServerContext* ctx, const v1::GenerateRequest* request) override {
+    absl::Status s = Authenticate(ctx).status();
+    // Without a cluster certificate, the API key admits a client.
+    if (!s.ok() && !node_.api_key().empty() &&
+        ConstantTimeEquals(BearerToken(*ctx), node_.api_key())) {
+      s = absl::OkStatus();
+    }
+    if (s.ok() && !node_.BeginGenerateCall()) {
+      s = absl::ResourceExhaustedError("too many Generate calls are running on this node");
+    }
+    return new GenerateReactor(node_, *request, s);
   }
 
  private:
   absl::Status Ready() const {
     return node_.ready() ? absl::OkStatus() : absl::UnavailableError("the node is starting");
+  }
+
+  // Who calls. With a cluster key: the subject of a verified certificate of
+  // this cluster, else UNAUTHENTICATED. Insecure: whatever the caller claims.
+  absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* ctx) const {
+    if (!node_.secure()) {
+      auto it = ctx->client_metadata().find(kClaimedNodeMetadata);
+      if (it == ctx->client_metadata().end()) return Caller{Caller::Role::kClient, "", false};
+      return Caller{Caller::Role::kNode, std::string(it->second.data(), it->second.size()), false};
+    }
+    const PeerIdentity id = IdentityOf(*ctx);
+    if (!id.authenticated) {
+      return absl::UnauthenticatedError(
+          "this node serves members of its cluster only: present a certificate issued from the "
+          "cluster key");
+    }
+    return Caller{id.role == Role::kNode ? Caller::Role::kNode : Caller::Role::kClient,
+                  id.common_name, true};
+  }
+
+  // A node of the cluster whose certificate key is the one pinned for its
+  // id (or this node itself): the only callers of the ring's methods.
+  absl::StatusOr<Caller> Member(grpc::CallbackServerContext* ctx) const {
+    absl::StatusOr<Caller> caller = Authenticate(ctx);
+    if (!caller.ok()) return caller;
+    if (!caller->is_node()) {
+      return absl::PermissionDeniedError("clients may not call the ring's methods");
+    }
+    if (node_.secure()) {
+      const PeerIdentity id = IdentityOf(*ctx);
+      if (!node_.IsPinnedMember(caller->node_id, id.spki_fingerprint)) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "node ", caller->node_id, " is not a proven member of this node's cluster view"));
+      }
+    } else if (!node_.cluster().IsMember(caller->node_id)) {
+      return absl::PermissionDeniedError(absl::StrCat("node ", caller->node_id, " is unknown"));
+    }
+    return caller;
   }
 
   static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const absl::Status& s) {
@@ -278,6 +364,8 @@ class NodeService final : public v1::RingNode::CallbackService {
     return reactor;
   }
 
+  // Counts and sizes only: session ids are the capabilities of the heads
+  // that made them, and are never listed.
   void FillCacheStats(v1::CacheStatsReply* reply) const {
     const SessionStoreStats stats = node_.stage().sessions().Stats();
     reply->set_protocol_version(kVersion);
@@ -289,7 +377,6 @@ class NodeService final : public v1::RingNode::CallbackService {
     }
     for (const SessionInfo& info : stats.sessions) {
       v1::SessionStats* s = reply->add_sessions();
-      s->set_session_id(info.id);
       s->set_n_positions(info.n_positions);
       s->set_bytes(info.bytes);
       s->set_idle_ms(std::chrono::duration_cast<std::chrono::milliseconds>(info.idle).count());
@@ -302,6 +389,8 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_protocol_version(kVersion);
     reply->set_node_id(node_.node_id());
     reply->set_state(node_.state());
+    reply->set_security(node_.security_mode());
+    reply->set_cluster_id(node_.cluster_id());
     const auto now = std::chrono::steady_clock::now();
     v1::PeerView* self = reply->add_peers();
     self->set_node_id(node_.node_id());
@@ -309,7 +398,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     *self->mutable_capabilities() = CapabilitiesToProto(node_.capabilities());
     self->set_is_self(true);
     self->set_state(node_.state());
-    for (const PeerInfo& p : node_.discovery().peers().Snapshot()) {
+    for (const PeerInfo& p : node_.discovery().peers().VerifiedSnapshot()) {
       v1::PeerView* v = reply->add_peers();
       v->set_node_id(p.node_id);
       v->set_address(p.address);
@@ -322,7 +411,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (!snap->status.ok()) reply->set_partition_error(std::string(snap->status.message()));
     const Model& m = node_.model();
     v1::ModelInfo* info = reply->mutable_model();
-    info->set_path(m.path());
+    info->set_file_name(BaseName(m.path()));
     info->set_fingerprint(m.fingerprint());
     info->set_architecture(m.config().architecture);
     info->set_name(m.config().name);
@@ -334,7 +423,13 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_metrics(node_.metrics().registry.RenderPrometheusText());
   }
 
+  static std::string BaseName(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+
   Node& node_;
+  mutable LogRateLimiter warnings_{std::chrono::seconds(10)};
 };
 
 }  // namespace

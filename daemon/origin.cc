@@ -1,5 +1,6 @@
 #include "daemon/origin.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -13,14 +14,13 @@ constexpr auto kWatchdogTick = std::chrono::milliseconds(200);
 }  // namespace
 
 OriginRegistry::OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
-                               std::string self_address, uint32_t n_embd,
+                               uint32_t n_embd,
                                std::function<absl::Status(const v1::PlanStage&)> health,
                                std::function<void(const std::string&)> on_unreachable,
                                NodeMetrics* metrics)
     : options_(options),
       transport_(transport),
       self_id_(std::move(self_id)),
-      self_address_(std::move(self_address)),
       n_embd_(n_embd),
       health_(std::move(health)),
       on_unreachable_(std::move(on_unreachable)),
@@ -110,14 +110,13 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     *step.mutable_plan() = r.plan;
     step.set_stage_index(0);
     step.set_origin(self_id_);
-    step.set_origin_address(self_address_);
     step.set_position(static_cast<uint32_t>(start));
     step.mutable_tokens()->Add(r.prompt.begin() + start, r.prompt.begin() + end);
     *step.mutable_sampling() = r.sampling;
     *step.mutable_limits() = r.limits;
     step.set_sample(end == r.prompt.size());
     step.set_wire_dtype(r.wire_dtype);
-    if (absl::Status s = transport_->StageStep(r.plan.stages(0), step); !s.ok()) {
+    if (absl::Status s = transport_->StageStep(r.plan.stages(0).node_id(), step); !s.ok()) {
       Fail(request_id,
            absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0: ", s.message())));
       return;
@@ -125,7 +124,8 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
   }
 }
 
-bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
+absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
+                                             const std::string& caller) {
   const size_t hash = d.request_id().rfind('#');
   const std::string id = d.request_id().substr(0, hash);
   uint32_t attempt = 0;
@@ -140,6 +140,16 @@ bool OriginRegistry::Deliver(const v1::DeliverTokenRequest& d) {
     auto it = active_.find(id);
     if (it == active_.end() || it->second.attempt != attempt) return true;
     Active& a = it->second;
+    const auto& stages = a.request.plan.stages();
+    const bool is_error = d.finish_reason() == v1::FINISH_REASON_ERROR;
+    const bool from_last = stages.empty() ? false : stages.rbegin()->node_id() == caller;
+    const bool from_stage = std::any_of(stages.begin(), stages.end(),
+                                        [&](const v1::PlanStage& s) { return s.node_id() == caller; });
+    if (is_error ? !from_stage : !from_last) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "node ", caller, " may not deliver ", is_error ? "errors" : "tokens", " for request ",
+          id, ": only ", is_error ? "its stages" : "its last stage", " may"));
+    }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
       if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {
         spdlog::info("request {}: {}; recomputing the whole prompt", id, d.error());
@@ -189,7 +199,7 @@ void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t f
   // none of its late steps can touch the session again.
   const std::string old_id = StageRequestId(request_id, failed_attempt);
   for (const v1::PlanStage& stage : r.plan.stages()) {
-    if (absl::Status s = transport_->Cancel(stage, old_id); !s.ok()) {
+    if (absl::Status s = transport_->Cancel(stage.node_id(), old_id); !s.ok()) {
       Fail(request_id,
            absl::Status(s.code(), absl::StrCat("cancelling after a cache miss: ", s.message())));
       return;
@@ -283,7 +293,7 @@ void OriginRegistry::Cancel(const std::string& request_id) {
 void OriginRegistry::DropSessionEverywhere(const v1::Plan& plan, const std::string& session_id) {
   cleanup_.Post([this, plan, session_id] {
     for (const v1::PlanStage& stage : plan.stages())
-      (void)transport_->DropSession(stage, session_id);
+      (void)transport_->DropSession(stage.node_id(), session_id);
   });
 }
 
@@ -300,8 +310,8 @@ void OriginRegistry::CleanUpStages(const OriginRequest& request, uint32_t attemp
   cleanup_.Post([this, plan = request.plan, id = StageRequestId(request.request_id, attempt),
                  session_id = request.session_id, cancel, drop] {
     for (const v1::PlanStage& stage : plan.stages()) {
-      if (cancel) (void)transport_->Cancel(stage, id);
-      if (drop) (void)transport_->DropSession(stage, session_id);
+      if (cancel) (void)transport_->Cancel(stage.node_id(), id);
+      if (drop) (void)transport_->DropSession(stage.node_id(), session_id);
     }
   });
 }
@@ -346,8 +356,8 @@ void OriginRegistry::WatchdogLoop() {
         }
       }
       for (const std::string& id : affected) {
-        Fail(id, absl::UnavailableError(absl::StrCat("node ", node_id, " (", stage.address(),
-                                                     ") stopped answering: ", s.message())));
+        Fail(id, absl::UnavailableError(
+                     absl::StrCat("node ", node_id, " stopped answering: ", s.message())));
       }
     }
   }

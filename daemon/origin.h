@@ -70,8 +70,7 @@ class OriginRegistry {
  public:
   // `health` checks one stage (with a deadline); `on_unreachable` hears of
   // a node that failed it.
-  OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
-                 std::string self_address, uint32_t n_embd,
+  OriginRegistry(OriginOptions options, Transport* transport, std::string self_id, uint32_t n_embd,
                  std::function<absl::Status(const v1::PlanStage&)> health,
                  std::function<void(const std::string& node_id)> on_unreachable,
                  NodeMetrics* metrics = nullptr);
@@ -80,9 +79,12 @@ class OriginRegistry {
   // Registers the request and queues its prompt. InvalidArgument for an
   // empty prompt or a duplicate id.
   absl::Status Start(OriginRequest request, OriginSink sink);
-  // A DeliverToken call. Returns true when the sender should stop (the
-  // request is unknown, finished or cancelled).
-  bool Deliver(const v1::DeliverTokenRequest& delivery);
+  // A DeliverToken call from node `caller`. Tokens are taken only from the
+  // last stage of the request's plan, error reports from any of its stages;
+  // PermissionDenied for anyone else (and the request goes on untouched).
+  // Otherwise returns true when the sender should stop (the request is
+  // unknown, finished or cancelled).
+  absl::StatusOr<bool> Deliver(const v1::DeliverTokenRequest& delivery, const std::string& caller);
   // Ends a request early (client gone, stop string): tells every stage.
   void Cancel(const std::string& request_id);
   // Drops a kept session on every stage of `plan`, in the background.
@@ -121,7 +123,6 @@ class OriginRegistry {
   const OriginOptions options_;
   Transport* const transport_;
   const std::string self_id_;
-  const std::string self_address_;
   const uint32_t n_embd_;
   const std::function<absl::Status(const v1::PlanStage&)> health_;
   const std::function<void(const std::string&)> on_unreachable_;

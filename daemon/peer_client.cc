@@ -9,10 +9,6 @@ namespace {
 
 constexpr uint32_t kVersion = v1::PROTOCOL_VERSION_CURRENT;
 
-void SetDeadline(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-}
-
 }  // namespace
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
@@ -21,35 +17,67 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
                       absl::StrCat("node ", address, ": ", status.error_message()));
 }
 
-PeerClient::PeerClient(RpcOptions options) : options_(options) {}
+PeerClient::PeerClient(RpcOptions options, std::optional<TlsIdentity> identity,
+                       std::string self_id)
+    : options_(options), identity_(std::move(identity)), self_id_(std::move(self_id)) {}
 
-v1::RingNode::Stub* PeerClient::Stub(const std::string& address) {
+std::shared_ptr<v1::RingNode::Stub> PeerClient::Stub(const std::string& address) {
   absl::MutexLock lock(&mu_);
-  auto& stub = stubs_[address];
-  if (stub == nullptr) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-    args.SetMaxSendMessageSize(options_.max_message_bytes);
-    // Fail fast on a dead peer instead of backing off for a long time.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    stub = v1::RingNode::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  auto it = stubs_.find(address);
+  if (it != stubs_.end()) return it->second;
+  // A bound, in case Retain is late: drop every cached channel (calls in
+  // flight keep theirs) rather than grow without limit.
+  if (stubs_.size() >= kMaxChannels) stubs_.clear();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  // Fail fast on a dead peer instead of backing off for a long time.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (identity_.has_value()) {
+    credentials = ChannelCredentials(*identity_);
+    AddChannelArgs(&args);
   }
-  return stub.get();
+  std::shared_ptr<v1::RingNode::Stub> stub =
+      v1::RingNode::NewStub(grpc::CreateCustomChannel(address, credentials, args));
+  stubs_.emplace(address, stub);
+  return stub;
 }
 
-absl::Status PeerClient::Health(const std::string& address, v1::HealthReply* reply) {
+void PeerClient::Retain(const std::set<std::string>& keep) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = stubs_.begin(); it != stubs_.end();) {
+    it = keep.count(it->first) > 0 ? std::next(it) : stubs_.erase(it);
+  }
+}
+
+size_t PeerClient::channels() const {
+  absl::MutexLock lock(&mu_);
+  return stubs_.size();
+}
+
+void PeerClient::Prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const {
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!identity_.has_value()) ctx.AddMetadata(kClaimedNodeMetadata, self_id_);
+}
+
+absl::Status PeerClient::Health(const std::string& address, v1::HealthReply* reply,
+                                std::string* server_spki) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.health_timeout);
+  Prepare(ctx, options_.health_timeout);
   v1::HealthRequest req;
   req.set_protocol_version(kVersion);
-  return FromGrpc(Stub(address)->Health(&ctx, req, reply), address);
+  absl::Status s = FromGrpc(Stub(address)->Health(&ctx, req, reply), address);
+  if (s.ok() && server_spki != nullptr) {
+    *server_spki = identity_.has_value() ? IdentityOf(ctx).spki_fingerprint : "";
+  }
+  return s;
 }
 
 absl::Status PeerClient::Topology(const std::string& address, v1::TopologyReply* reply) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.control_timeout);
+  Prepare(ctx, options_.control_timeout);
   v1::TopologyRequest req;
   req.set_protocol_version(kVersion);
   return FromGrpc(Stub(address)->Topology(&ctx, req, reply), address);
@@ -58,7 +86,7 @@ absl::Status PeerClient::Topology(const std::string& address, v1::TopologyReply*
 absl::Status PeerClient::StageStep(const std::string& address,
                                    const v1::StageStepRequest& request) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.step_timeout);
+  Prepare(ctx, options_.step_timeout);
   v1::StageStepReply reply;
   return FromGrpc(Stub(address)->StageStep(&ctx, request, &reply), address);
 }
@@ -67,13 +95,13 @@ absl::Status PeerClient::DeliverToken(const std::string& address,
                                       const v1::DeliverTokenRequest& request,
                                       v1::DeliverTokenReply* reply) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.control_timeout);
+  Prepare(ctx, options_.control_timeout);
   return FromGrpc(Stub(address)->DeliverToken(&ctx, request, reply), address);
 }
 
 absl::Status PeerClient::Cancel(const std::string& address, const std::string& request_id) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.control_timeout);
+  Prepare(ctx, options_.control_timeout);
   v1::CancelRequest req;
   req.set_protocol_version(kVersion);
   req.set_request_id(request_id);
@@ -83,7 +111,7 @@ absl::Status PeerClient::Cancel(const std::string& address, const std::string& r
 
 absl::Status PeerClient::DropSession(const std::string& address, const std::string& session_id) {
   grpc::ClientContext ctx;
-  SetDeadline(ctx, options_.control_timeout);
+  Prepare(ctx, options_.control_timeout);
   v1::DropSessionRequest req;
   req.set_protocol_version(kVersion);
   req.set_session_id(session_id);

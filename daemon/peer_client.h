@@ -5,12 +5,15 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/ringlm.grpc.pb.h"
+#include "security/tls_credentials.h"
 
 namespace ringlm {
 
@@ -26,13 +29,22 @@ struct RpcOptions {
 // peer, so callers deal in absl::Status only.
 absl::Status FromGrpc(const grpc::Status& status, const std::string& address);
 
-// Caches one channel per peer address. Every call sets a deadline from
-// RpcOptions. Thread-safe.
+// The metadata key that names the calling node in --insecure mode, where no
+// certificate does (and the claim proves nothing).
+inline constexpr char kClaimedNodeMetadata[] = "ringlm-node";
+
+// Caches one channel per peer address, over mutual TLS with `identity` (or
+// plaintext when it is nullopt: --insecure). Every call sets a deadline from
+// RpcOptions. Channels to addresses no longer wanted are closed by Retain.
+// Thread-safe.
 class PeerClient {
  public:
-  explicit PeerClient(RpcOptions options);
+  PeerClient(RpcOptions options, std::optional<TlsIdentity> identity, std::string self_id);
 
-  absl::Status Health(const std::string& address, v1::HealthReply* reply);
+  // With `server_spki` set, it receives the SPKI fingerprint of the
+  // certificate the server proved it holds (empty in insecure mode).
+  absl::Status Health(const std::string& address, v1::HealthReply* reply,
+                      std::string* server_spki = nullptr);
   absl::Status Topology(const std::string& address, v1::TopologyReply* reply);
   absl::Status StageStep(const std::string& address, const v1::StageStepRequest& request);
   absl::Status DeliverToken(const std::string& address, const v1::DeliverTokenRequest& request,
@@ -40,14 +52,23 @@ class PeerClient {
   absl::Status Cancel(const std::string& address, const std::string& request_id);
   absl::Status DropSession(const std::string& address, const std::string& session_id);
 
+  // Closes the channels to every address not in `keep`.
+  void Retain(const std::set<std::string>& keep);
+  size_t channels() const;
+
   const RpcOptions& options() const { return options_; }
+  static constexpr size_t kMaxChannels = 1024;
 
  private:
-  v1::RingNode::Stub* Stub(const std::string& address);
+  std::shared_ptr<v1::RingNode::Stub> Stub(const std::string& address);
+  void Prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const;
 
   const RpcOptions options_;
-  absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<v1::RingNode::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  const std::optional<TlsIdentity> identity_;
+  const std::string self_id_;
+  mutable absl::Mutex mu_;
+  // Shared, so a channel closed by Retain lives on until its last call ends.
+  std::map<std::string, std::shared_ptr<v1::RingNode::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringlm

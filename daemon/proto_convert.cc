@@ -49,6 +49,9 @@ absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::st
                                                    "', this node runs '", fingerprint, "'"));
   }
   if (plan.stages_size() == 0) return absl::InvalidArgumentError("plan has no stages");
+  if (static_cast<uint32_t>(plan.stages_size()) > n_layers) {
+    return absl::InvalidArgumentError("plan has more stages than the model has layers");
+  }
   uint32_t next = 0;
   for (int i = 0; i < plan.stages_size(); ++i) {
     const v1::PlanStage& s = plan.stages(i);
@@ -57,8 +60,11 @@ absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::st
           absl::StrCat("plan stage ", i, " has layers [", s.first_layer(), ", ", s.last_layer(),
                        "), which do not continue [0, ", next, ") inside [0, ", n_layers, ")"));
     }
-    if (s.node_id().empty() || s.address().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("plan stage ", i, " has no node or address"));
+    // The address is for people reading the plan: calls go to the address
+    // proven for the node id, never to this one.
+    if (s.node_id().empty() || s.node_id().size() > 64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan stage ", i, " needs a node id of 1 to 64 bytes"));
     }
     next = s.last_layer();
   }

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "absl/strings/str_split.h"
@@ -18,6 +19,12 @@ namespace {
 
 void AddFlags(ArgParser& p) {
   p.AddOption("model", "PATH", "GGUF model file (every node of a cluster runs the same one)");
+  p.AddOption("cluster-key", "FILE",
+              "the cluster key (make one with `ringlm keygen --out FILE`, copy it to every node, "
+              "mode 0600); default: $RINGLM_CLUSTER_KEY_FILE");
+  p.AddFlag("insecure",
+            "run without a cluster key: no TLS, no authentication; anyone on the network can "
+            "join, read prompts and disturb requests");
   p.AddOption("grpc-host", "HOST", "address the node-to-node gRPC server binds", "0.0.0.0");
   p.AddOption("grpc-port", "N", "gRPC port; 0 picks a free one", "47801");
   p.AddOption("advertise-host", "HOST",
@@ -42,8 +49,12 @@ void AddFlags(ArgParser& p) {
               "60000");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
-  p.AddOption("api-host", "HOST", "address the API binds", "0.0.0.0");
-  p.AddOption("api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/ requests");
+  p.AddOption("api-host", "HOST",
+              "address the API binds; give 0.0.0.0 (with --api-key) to open it to the network",
+              "127.0.0.1");
+  p.AddOption("api-key", "KEY",
+              "require 'Authorization: Bearer KEY' on /v1/ requests (and admit gRPC Generate "
+              "callers without a cluster certificate that send it)");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
@@ -74,6 +85,17 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   NodeOptions o;
   if (!p.Has("model")) return absl::InvalidArgumentError("--model is required");
   o.model_path = p.GetString("model");
+  o.insecure = p.GetFlag("insecure");
+  o.cluster_key_file = p.GetString("cluster-key");
+  if (o.cluster_key_file.empty()) {
+    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) {
+      o.cluster_key_file = env;
+    }
+  }
+  if (o.insecure && !o.cluster_key_file.empty()) {
+    return absl::InvalidArgumentError("--insecure and a cluster key exclude each other");
+  }
+  o.api_key = p.GetString("api-key");
   o.grpc_host = p.GetString("grpc-host");
   o.advertise_host = p.GetString("advertise-host");
   auto grpc_port = p.GetInt("grpc-port", 0, 65535);
@@ -198,8 +220,18 @@ int Main(int argc, char** argv) {
     spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
                  api->port(), host, api->port());
   }
+  constexpr char kInsecureWarning[] =
+      "INSECURE: this node runs without a cluster key; any host on the network can join the "
+      "cluster, read prompts and replace replies. Use --cluster-key FILE.";
+  if (options->insecure) spdlog::warn(kInsecureWarning);
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (true) {
+    // Wake once a minute to repeat the insecure warning.
+    const timespec minute{60, 0};
+    sig = sigtimedwait(&signals, nullptr, &minute);
+    if (sig > 0) break;
+    if (options->insecure) spdlog::warn(kInsecureWarning);
+  }
   spdlog::info("signal {}: stopping", sig);
   if (api) api->Stop();
   (*node)->Stop();

@@ -5,22 +5,11 @@
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
 #include "inference/token_digest.h"
+#include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
 namespace {
-
-constexpr size_t kMaxIdLength = 128;
-constexpr size_t kMaxSamplers = 4096;
-constexpr auto kSamplerIdleLimit = std::chrono::minutes(10);
-
-absl::Status CheckId(const std::string& id, const char* what) {
-  if (id.empty() || id.size() > kMaxIdLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must have 1 to ", kMaxIdLength, " bytes, got ", id.size()));
-  }
-  return absl::OkStatus();
-}
 
 // The header fields every step of a request repeats.
 v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_index) {
@@ -34,21 +23,17 @@ v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_i
   *next.mutable_sampling() = from.sampling();
   *next.mutable_limits() = from.limits();
   next.set_wire_dtype(from.wire_dtype());
-  next.set_origin_address(from.origin_address());
   return next;
-}
-
-v1::PlanStage OriginOf(const v1::StageStepRequest& request) {
-  v1::PlanStage origin;
-  origin.set_node_id(request.origin());
-  origin.set_address(request.origin_address());
-  return origin;
 }
 
 constexpr char kCacheMissPayload[] = "ringlm.dev/cache-miss";
 
-absl::Status CacheMiss(const std::string& why) {
-  absl::Status s = absl::FailedPreconditionError(absl::StrCat("prefix cache miss: ", why));
+// A claimed prefix this stage does not hold. The reason stays in this
+// node's debug log: the answer is the same whatever the stage holds, so a
+// claim reveals nothing about other conversations.
+absl::Status CacheMiss(const v1::StageStepRequest& request, absl::string_view why) {
+  spdlog::debug("request {}: prefix cache miss: {}", request.request_id(), std::string(why));
+  absl::Status s = absl::FailedPreconditionError("prefix cache miss");
   s.SetPayload(kCacheMissPayload, absl::Cord("1"));
   return s;
 }
@@ -57,15 +42,28 @@ bool IsCacheMiss(const absl::Status& s) { return s.GetPayload(kCacheMissPayload)
 
 }  // namespace
 
+StepLimits MakeLimits(const Model& model, const std::string& self_id, uint32_t max_step_tokens) {
+  const ModelConfig& config = model.config();
+  return StepLimits{.self_id = self_id,
+                    .model_fingerprint = model.fingerprint(),
+                    .n_layer = config.n_layer,
+                    .n_embd = config.n_embd,
+                    .n_vocab = config.n_vocab,
+                    .context_size = model.context_size(),
+                    .max_step_tokens = max_step_tokens};
+}
+
 StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* transport,
-                           std::string self_id, StageOptions options)
+                           std::string self_id, MembershipCheck is_member, StageOptions options)
     : model_(model),
       pool_(pool),
       transport_(transport),
       self_id_(std::move(self_id)),
+      is_member_(std::move(is_member)),
       options_(options),
+      limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
-      queue_("stage") {}
+      queue_("stage", options.max_queued_steps, options.max_queued_bytes) {}
 
 StageRuntime::~StageRuntime() { Stop(); }
 
@@ -107,66 +105,11 @@ std::shared_ptr<const StageRuntime::Bundle> StageRuntime::BundleFor(uint32_t fir
   return nullptr;
 }
 
-absl::Status StageRuntime::Enqueue(v1::StageStepRequest request) {
-  if (request.protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
-    return absl::InvalidArgumentError(absl::StrCat("protocol version ", request.protocol_version(),
-                                                   ", expected ", v1::PROTOCOL_VERSION_CURRENT));
-  }
-  RINGLM_RETURN_IF_ERROR(CheckId(request.request_id(), "request_id"));
-  RINGLM_RETURN_IF_ERROR(CheckId(request.session_id(), "session_id"));
-  if (request.origin().empty()) return absl::InvalidArgumentError("step has no origin");
-  const ModelConfig& config = model_.config();
-  RINGLM_RETURN_IF_ERROR(ValidatePlan(request.plan(), config.n_layer, model_.fingerprint()));
-  if (request.stage_index() >= static_cast<uint32_t>(request.plan().stages_size())) {
-    return absl::InvalidArgumentError(absl::StrCat("stage_index ", request.stage_index(),
-                                                   " is outside the plan's ",
-                                                   request.plan().stages_size(), " stages"));
-  }
+absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& caller) {
+  RINGLM_RETURN_IF_ERROR(ValidateStageStep(request, limits_));
+  RINGLM_RETURN_IF_ERROR(Authorize(request, caller));
+  // Well-formed and allowed; now, does this node hold the plan's layers?
   const v1::PlanStage& stage = request.plan().stages(request.stage_index());
-  if (stage.node_id() != self_id_) {
-    return absl::InvalidArgumentError(absl::StrCat("step for stage ", request.stage_index(),
-                                                   " is meant for node ", stage.node_id(), ", not ",
-                                                   self_id_));
-  }
-  const int n = request.tokens_size();
-  if (n == 0) return absl::InvalidArgumentError("step has no tokens");
-  if (static_cast<uint64_t>(request.position()) + n > model_.context_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("positions [", request.position(), ", ", request.position() + n,
-                     ") pass the context size ", model_.context_size()));
-  }
-  for (int i = 0; i < n; ++i) {
-    if (request.tokens(i) < 0 || static_cast<uint32_t>(request.tokens(i)) >= config.n_vocab) {
-      return absl::InvalidArgumentError(absl::StrCat("token id ", request.tokens(i), " at index ",
-                                                     i, " is outside the vocabulary [0, ",
-                                                     config.n_vocab, ")"));
-    }
-  }
-  if (request.stage_index() == 0) {
-    if (request.has_hidden()) {
-      return absl::InvalidArgumentError("stage 0 takes token ids, not hidden states");
-    }
-  } else {
-    const v1::Tensor& h = request.hidden();
-    if (h.shape_size() != 2 || h.shape(0) != static_cast<uint64_t>(n) ||
-        h.shape(1) != config.n_embd) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("hidden states must have shape [", n, ", ", config.n_embd, "]"));
-    }
-  }
-  if (request.reuse_len() > 0) {
-    if (request.position() != request.reuse_len() || request.reuse_digest().size() != 32) {
-      return absl::InvalidArgumentError(
-          "a reused prefix needs position == reuse_len and a 32-byte digest");
-    }
-  } else if (!request.fork_from().empty()) {
-    return absl::InvalidArgumentError("fork_from needs reuse_len > 0");
-  }
-  if (request.limits().max_tokens() < 0) {
-    return absl::InvalidArgumentError("max_tokens must be >= 0");
-  }
-  RINGLM_RETURN_IF_ERROR(SamplingFromProto(request.sampling()).Validate());
-  // Well-formed; now, does this node hold the plan's layers for it?
   if (BundleFor(stage.first_layer(), stage.last_layer()) == nullptr) {
     std::optional<LayerRange> held = range();
     return absl::FailedPreconditionError(
@@ -174,28 +117,101 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request) {
                      stage.first_layer(), ", ", stage.last_layer(), ") but it holds ",
                      held ? absl::StrCat("[", held->first, ", ", held->last, ")") : "none"));
   }
+  {
+    absl::MutexLock lock(&mu_);
+    RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request.request_id(), request.origin(), false));
+  }
   if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
-  if (!queue_.Post([this, r = std::move(request)] { Process(r); })) {
+  const uint64_t bytes = request.ByteSizeLong();
+  if (!queue_.Post([this, r = std::move(request)] { Process(r); }, bytes)) {
     return absl::ResourceExhaustedError("the stage queue is full or stopping");
   }
   return absl::OkStatus();
 }
 
-void StageRuntime::Cancel(const std::string& request_id) {
+absl::Status StageRuntime::Authorize(const v1::StageStepRequest& request,
+                                     const Caller& caller) const {
+  const auto& stages = request.plan().stages();
+  for (const v1::PlanStage& s : stages) {
+    if (!is_member_(s.node_id())) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the plan names node ", s.node_id(), ", which is not a proven member"));
+    }
+  }
+  if (!is_member_(request.origin())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the origin ", request.origin(), " is not a proven member"));
+  }
+  const int n = stages.size();
+  const std::string& previous = stages[(request.stage_index() + n - 1) % n].node_id();
+  if (!caller.is_node() || (caller.node_id != previous && caller.node_id != request.origin())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", caller.node_id, " may not send stage ", request.stage_index(),
+                     " a step: only the previous stage or the request's origin may"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRuntime::RecordRequestLocked(const std::string& request_id,
+                                               const std::string& origin, bool cancel) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) {
+    if (requests_.size() >= options_.max_requests) {
+      for (auto i = requests_.begin(); i != requests_.end();) {
+        i = now - i->second.last_seen > options_.cancel_memory ? requests_.erase(i) : std::next(i);
+      }
+      if (requests_.size() >= options_.max_requests) {
+        return absl::ResourceExhaustedError("this stage tracks too many requests");
+      }
+    }
+    it = requests_.emplace(request_id, RequestRecord{origin, now, false}).first;
+  } else if (it->second.origin != origin) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("request ", request_id, " belongs to another origin"));
+  }
+  it->second.last_seen = now;
+  if (cancel) it->second.cancelled = true;
+  return absl::OkStatus();
+}
+
+absl::Status StageRuntime::Cancel(const std::string& request_id, const Caller& caller) {
+  if (request_id.empty() || request_id.size() > kMaxWireIdBytes) {
+    return absl::InvalidArgumentError("request_id must have 1 to 128 bytes");
+  }
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may cancel");
   {
     absl::MutexLock lock(&mu_);
-    const auto now = std::chrono::steady_clock::now();
-    for (auto it = cancelled_.begin(); it != cancelled_.end();) {
-      it = now - it->second > options_.cancel_memory ? cancelled_.erase(it) : std::next(it);
-    }
-    cancelled_[request_id] = now;
+    // An unknown id is recorded as the caller's: its steps, if any come,
+    // must then be the caller's own.
+    RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request_id, caller.node_id, true));
   }
   queue_.Post([this, request_id] { samplers_.erase(request_id); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> StageRuntime::DropSession(const std::string& session_id,
+                                               const Caller& caller) {
+  if (session_id.empty() || session_id.size() > kMaxWireIdBytes) {
+    return absl::InvalidArgumentError("session_id must have 1 to 128 bytes");
+  }
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may drop");
+  return sessions_.Drop(SessionKey(caller.node_id, session_id));
+}
+
+absl::StatusOr<size_t> StageRuntime::DropAllSessions(const Caller& caller) {
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may drop");
+  return sessions_.DropIdleWithPrefix(SessionKey(caller.node_id, ""));
+}
+
+std::string StageRuntime::SessionKey(const std::string& origin, const std::string& session_id) {
+  return absl::StrCat(origin, "/", session_id);
 }
 
 bool StageRuntime::IsCancelled(const std::string& request_id) const {
   absl::MutexLock lock(&mu_);
-  return cancelled_.count(request_id) > 0;
+  auto it = requests_.find(request_id);
+  return it != requests_.end() && it->second.cancelled;
 }
 
 void StageRuntime::ForgetRequest(const std::string& request_id) { samplers_.erase(request_id); }
@@ -218,7 +234,7 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
   KvCache& cache = lease.cache();
   if (cache.n_positions() != request.position()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("session '", request.session_id(), "' holds ", cache.n_positions(),
+        absl::StrCat("the session holds ", cache.n_positions(),
                      " positions here, the step expects ", request.position()));
   }
   const uint64_t n = request.tokens_size();
@@ -248,7 +264,7 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     next.set_sample(request.sample());
     next.set_generated(request.generated());
     *next.mutable_hidden() = EncodeHidden(out, n, n_embd, request.wire_dtype());
-    absl::Status s = transport_->StageStep(request.plan().stages(index + 1), next);
+    absl::Status s = transport_->StageStep(request.plan().stages(index + 1).node_id(), next);
     if (!s.ok()) {
       return absl::Status(s.code(),
                           absl::StrCat("forwarding to stage ", index + 1, ": ", s.message()));
@@ -262,10 +278,15 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
                                   const std::vector<float>& logits, uint32_t n_positions) {
   const auto now = std::chrono::steady_clock::now();
-  if (samplers_.size() >= kMaxSamplers) {
-    for (auto it = samplers_.begin(); it != samplers_.end();) {
-      it = now - it->second.last_used > kSamplerIdleLimit ? samplers_.erase(it) : std::next(it);
+  if (samplers_.size() >= options_.max_samplers && samplers_.count(request.request_id()) == 0) {
+    // Full: the least recently used sampler goes (its request, if it is
+    // still running, restarts its sampler state: a request this old and
+    // this quiet has almost certainly been abandoned).
+    auto oldest = samplers_.begin();
+    for (auto it = samplers_.begin(); it != samplers_.end(); ++it) {
+      if (it->second.last_used < oldest->second.last_used) oldest = it;
     }
+    samplers_.erase(oldest);
   }
   SamplerState& state = samplers_[request.request_id()];
   if (state.sampler == nullptr) {
@@ -281,7 +302,6 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   deliver.set_request_id(request.request_id());
   deliver.set_token(token);
   deliver.set_index(index);
-  deliver.set_reporter(self_id_);
   if (!request.limits().ignore_eos() && model_.tokenizer().IsEndOfGeneration(token)) {
     deliver.set_finish_reason(v1::FINISH_REASON_STOP);
   } else if (static_cast<int64_t>(index) + 1 >= request.limits().max_tokens() ||
@@ -289,9 +309,11 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
     deliver.set_finish_reason(v1::FINISH_REASON_LENGTH);
   }
   v1::DeliverTokenReply reply;
-  if (absl::Status s = transport_->DeliverToken(OriginOf(request), deliver, &reply); !s.ok()) {
-    spdlog::warn("request {}: cannot deliver token to origin {}: {}", request.request_id(),
-                 request.origin(), s.ToString());
+  if (absl::Status s = transport_->DeliverToken(request.origin(), deliver, &reply); !s.ok()) {
+    if (Allow("deliver")) {
+      spdlog::warn("request {}: cannot deliver token to origin {}: {}", request.request_id(),
+                   request.origin(), s.ToString());
+    }
     ForgetRequest(request.request_id());
     return absl::OkStatus();  // the origin is gone: nobody to report to
   }
@@ -304,7 +326,7 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   next.add_tokens(token);
   next.set_sample(true);
   next.set_generated(index + 1);
-  absl::Status s = transport_->StageStep(request.plan().stages(0), next);
+  absl::Status s = transport_->StageStep(request.plan().stages(0).node_id(), next);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat("sending the token to stage 0: ", s.message()));
   }
@@ -314,36 +336,33 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
 absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
     const v1::StageStepRequest& request, const Bundle& bundle) {
   const uint32_t n_layers = bundle.weights->range().size();
+  const std::string key = SessionKey(request.origin(), request.session_id());
   auto make_cache = [&] { return bundle.engine->NewCache(model_.context_size()); };
   if (request.reuse_len() == 0) {
-    RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease,
-                            sessions_.Acquire(request.session_id(), make_cache));
+    RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, sessions_.Acquire(key, make_cache));
     if (lease.cache().n_layers() != n_layers) lease.cache() = make_cache();
     if (request.position() == 0) lease.cache().Truncate(0);  // a fresh start
     return lease;
   }
-  // The head claims this stage holds the first reuse_len tokens: prove it.
+  // The head claims this stage holds the first reuse_len tokens: prove it
+  // before anything is forked or truncated.
   const uint32_t reuse = request.reuse_len();
   if (!request.fork_from().empty()) {
-    if (absl::Status s = sessions_.Fork(request.fork_from(), request.session_id(), reuse);
-        !s.ok()) {
-      return CacheMiss(
-          absl::StrCat("cannot fork session '", request.fork_from(), "': ", s.message()));
+    const std::string from = SessionKey(request.origin(), request.fork_from());
+    if (absl::Status s = sessions_.Fork(from, key, reuse, request.reuse_digest()); !s.ok()) {
+      return CacheMiss(request, s.message());
     }
   }
-  absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(request.session_id());
-  if (!lease.ok()) return CacheMiss(std::string(lease.status().message()));
+  absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(key);
+  if (!lease.ok()) return CacheMiss(request, lease.status().message());
   KvCache& cache = lease->cache();
   if (cache.n_layers() != n_layers) {
-    return CacheMiss("the session holds KV of another layer range");
+    return CacheMiss(request, "the session holds KV of another layer range");
   }
-  if (cache.n_positions() < reuse) {
-    return CacheMiss(absl::StrCat("the session holds ", cache.n_positions(),
-                                  " positions, fewer than the ", reuse, " claimed"));
-  }
-  if (TokenDigest(std::span<const int32_t>(cache.tokens().data(), reuse)) !=
-      request.reuse_digest()) {
-    return CacheMiss(absl::StrCat("the session's first ", reuse, " tokens differ from the claim"));
+  if (cache.n_positions() < reuse ||
+      !ConstantTimeEquals(TokenDigest(std::span<const int32_t>(cache.tokens().data(), reuse)),
+                          request.reuse_digest())) {
+    return CacheMiss(request, "the session's tokens differ from the claim");
   }
   cache.Truncate(reuse);
   return lease;
@@ -351,8 +370,10 @@ absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
 
 void StageRuntime::ReportError(const v1::StageStepRequest& request, const absl::Status& status) {
   ForgetRequest(request.request_id());
-  spdlog::warn("request {}: stage {} failed: {}", request.request_id(), request.stage_index(),
-               status.ToString());
+  if (Allow("failed")) {
+    spdlog::warn("request {}: stage {} failed: {}", request.request_id(), request.stage_index(),
+                 status.ToString());
+  }
   v1::DeliverTokenRequest deliver;
   deliver.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   deliver.set_request_id(request.request_id());
@@ -361,11 +382,12 @@ void StageRuntime::ReportError(const v1::StageStepRequest& request, const absl::
       absl::StrCat("stage ", request.stage_index(), " (node ", self_id_, "): ", status.message()));
   deliver.set_error_code(static_cast<int32_t>(status.code()));
   deliver.set_cache_miss(IsCacheMiss(status));
-  deliver.set_reporter(self_id_);
   v1::DeliverTokenReply reply;
-  if (absl::Status s = transport_->DeliverToken(OriginOf(request), deliver, &reply); !s.ok()) {
-    spdlog::warn("request {}: cannot report the error to origin {}: {}", request.request_id(),
-                 request.origin(), s.ToString());
+  if (absl::Status s = transport_->DeliverToken(request.origin(), deliver, &reply); !s.ok()) {
+    if (Allow("report")) {
+      spdlog::warn("request {}: cannot report the error to origin {}: {}", request.request_id(),
+                   request.origin(), s.ToString());
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #define RINGLM_DAEMON_STAGE_RUNTIME_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,7 +13,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/log_rate_limiter.h"
 #include "base/metrics.h"
+#include "daemon/caller.h"
+#include "daemon/step_validator.h"
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "inference/model.h"
@@ -29,18 +33,38 @@ struct StageOptions {
   // theirs are dropped.
   std::chrono::seconds cancel_memory{120};
   Histogram* forward_seconds = nullptr;  // observes each step's forward pass; may be null
+  // Bounds on the steps waiting for the worker, by count and by bytes.
+  size_t max_queued_steps = 1024;
+  uint64_t max_queued_bytes = uint64_t{256} << 20;
+  // New positions per step at most (the origin's prompt chunk).
+  uint32_t max_step_tokens = 512;
+  // Requests remembered at most (their origin, whether cancelled).
+  size_t max_requests = 65536;
+  // Samplers (one per request this node samples) kept at most.
+  size_t max_samplers = 4096;
 };
+
+// True when `node_id` is this node or a peer whose identity was proven.
+using MembershipCheck = std::function<bool(const std::string& node_id)>;
 
 // Runs this node's share of every request's steps, in arrival order, on one
 // worker thread (the kernels use the shared pool). Holds the weights of the
 // node's current layer range and of the previous one, so a request that
 // started before a re-partition can finish on its own plan.
 //
+// Authorization (docs/security.md): a step is taken only when every node of
+// its plan and its origin are members, and it comes from the previous stage
+// of the plan or from the origin; a request id belongs to the first origin
+// that used it. Sessions live in their origin's namespace, so no head can
+// read, fork or drop another head's KV. A claimed prefix is checked by
+// digest before anything is forked or truncated, and a miss says nothing
+// about what the stage holds.
+//
 // `model`, `pool` and `transport` must outlive it. Thread-safe.
 class StageRuntime {
  public:
   StageRuntime(const Model& model, ThreadPool* pool, Transport* transport, std::string self_id,
-               StageOptions options);
+               MembershipCheck is_member, StageOptions options);
   ~StageRuntime();
 
   // The layers this node holds from now on; nullopt when it holds none.
@@ -48,16 +72,23 @@ class StageRuntime {
   absl::Status SetRange(std::optional<LayerRange> range);
   std::optional<LayerRange> range() const;
 
-  // Checks a step from the network and queues it. InvalidArgument for a
-  // malformed step (bad plan, wrong stage, shapes, token ids, version);
+  // Checks a step from `caller` and queues it. InvalidArgument for a
+  // malformed step (ValidateStageStep); PermissionDenied when the plan or
+  // origin names a non-member or the caller may not send it;
   // FailedPrecondition when this node does not hold the plan's layers;
-  // ResourceExhausted when the queue is full.
-  absl::Status Enqueue(v1::StageStepRequest request);
+  // ResourceExhausted when the queue is full (by count or bytes).
+  absl::Status Enqueue(v1::StageStepRequest request, const Caller& caller);
   // Forgets a request: its queued steps are skipped, its sampler dropped.
-  void Cancel(const std::string& request_id);
+  // PermissionDenied unless `caller` is the request's origin.
+  absl::Status Cancel(const std::string& request_id, const Caller& caller);
+  // Drops `caller`'s session `session_id`; false when it holds none.
+  absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller);
+  // Drops every idle session of `caller`'s; returns how many.
+  absl::StatusOr<size_t> DropAllSessions(const Caller& caller);
 
   SessionStore& sessions() { return sessions_; }
   size_t queued() const { return queue_.pending(); }
+  uint64_t queued_bytes() const { return queue_.pending_bytes(); }
   void Stop();
 
  private:
@@ -68,6 +99,13 @@ class StageRuntime {
   struct SamplerState {
     std::unique_ptr<Sampler> sampler;
     std::chrono::steady_clock::time_point last_used;
+  };
+  // What this node knows of a request id: whose it is, and whether its
+  // origin cancelled it.
+  struct RequestRecord {
+    std::string origin;
+    std::chrono::steady_clock::time_point last_seen;
+    bool cancelled = false;
   };
 
   std::shared_ptr<const Bundle> BundleFor(uint32_t first, uint32_t last) const;
@@ -80,22 +118,34 @@ class StageRuntime {
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       uint32_t n_positions);
   void ReportError(const v1::StageStepRequest& request, const absl::Status& status);
+  absl::Status Authorize(const v1::StageStepRequest& request, const Caller& caller) const;
+  // Records `request_id` as `origin`'s; PermissionDenied when another origin
+  // holds it, ResourceExhausted when the table is full of live requests.
+  absl::Status RecordRequestLocked(const std::string& request_id, const std::string& origin,
+                                   bool cancel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsCancelled(const std::string& request_id) const;
   void ForgetRequest(const std::string& request_id);
+  // The session store key of a request's session: its origin's namespace.
+  static std::string SessionKey(const std::string& origin, const std::string& session_id);
 
   const Model& model_;
   ThreadPool* const pool_;
   Transport* const transport_;
   const std::string self_id_;
+  const MembershipCheck is_member_;
   const StageOptions options_;
+  const StepLimits limits_;
   SessionStore sessions_;
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Bundle> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Bundle> previous_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::chrono::steady_clock::time_point> cancelled_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
   // Only the worker thread touches samplers.
   std::map<std::string, SamplerState> samplers_;
+  // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
+  LogRateLimiter warnings_{std::chrono::seconds(10)};
+  bool Allow(std::string_view kind) { return warnings_.Allow(kind); }
   TaskQueue queue_;  // last: stopped first
 };
 

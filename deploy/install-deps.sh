@@ -22,6 +22,8 @@ packages=(
 )
 if [ "$test_tools" = 1 ]; then
   packages+=(chromium)  # the web page's browser test (headless)
+  packages+=(tcpdump)   # the capture test: no prompt text on the wire
+  packages+=(clang libclang-rt-14-dev)  # libFuzzer targets (fuzz/)
 fi
 
 sudo_cmd=()

@@ -3,6 +3,7 @@
 #
 #   deploy/local-cluster.sh N [--model PATH] [--api-port P] [--base-port B]
 #                             [--run-dir DIR] [--build-dir DIR] [--foreground]
+#                             [--cluster-key FILE | --insecure]
 #   deploy/local-cluster.sh stop [--run-dir DIR]
 #   deploy/local-cluster.sh status [--run-dir DIR]
 #
@@ -12,8 +13,12 @@
 # on purpose) and its own --state-dir. Node 1 is the head: it serves the
 # OpenAI-compatible API and the web chat page on 127.0.0.1:P (default 8080).
 #
+# Every node runs with one cluster key: --cluster-key FILE, else
+# $RINGLM_CLUSTER_KEY_FILE, else RUN_DIR/cluster.key, made with `ringlm keygen`
+# when missing. --insecure runs without one (no TLS, no authentication).
+#
 # The run directory (default: $RINGLM_LOCAL_RUN or /tmp/ringlm-local) holds
-# nodeK/ringlmd.log, nodeK/ringlmd.pid and nodeK/state. The script waits until
+# cluster.key, nodeK/ringlmd.log, nodeK/ringlmd.pid and nodeK/state. The script waits until
 # http://127.0.0.1:P/health answers 200 (60 s at most), then prints how to use
 # the cluster. With --foreground it stays attached and Ctrl-C stops every
 # daemon it started; without it, the daemons keep running until
@@ -52,6 +57,9 @@ B+K, all share discovery port B, node 1 serves the API on 127.0.0.1:P.
   --build-dir DIR  build tree holding daemon/ringlmd and cli/ringlm
                    (default: $REPO/build)
   --foreground     stay attached; Ctrl-C stops every daemon
+  --cluster-key F  the cluster key (default: \$RINGLM_CLUSTER_KEY_FILE, else
+                   RUN_DIR/cluster.key, created when missing)
+  --insecure       no cluster key: plaintext, anyone on the network can join
 stop               stops the daemons recorded in the run directory
 status             shows the daemons of the run directory and the cluster
 EOF
@@ -150,7 +158,8 @@ log_tail() {
 # The plan's stages as node $2 (gRPC port) sees it, in one line of JSON
 # ("" when the node does not answer); $1 is the ringlm binary.
 plan_stages() {
-  "$1" status --node "127.0.0.1:$2" --json 2>/dev/null | grep -o '"stages":\[[^]]*\]' | head -n 1 || true
+  # shellcheck disable=SC2086  # $SECURITY_ARGS is one or two words on purpose
+  "$1" status --node "127.0.0.1:$2" $SECURITY_ARGS --json 2>/dev/null | grep -o '"stages":\[[^]]*\]' | head -n 1 || true
 }
 
 # True when all $3 nodes (gRPC ports $2+1..$2+$3) see the same plan and that
@@ -215,7 +224,11 @@ cmd_status() {
   grpc_port="$(. "$run_dir/cluster.env" && echo "$GRPC_PORT_1")"
   # shellcheck source=/dev/null
   ringlm="$(. "$run_dir/cluster.env" && echo "$RINGLM_BIN")"
-  "$ringlm" status --node "127.0.0.1:$grpc_port" || true
+  local security
+  # shellcheck source=/dev/null
+  security="$(. "$run_dir/cluster.env" && echo "$SECURITY")"
+  # shellcheck disable=SC2086  # one or two words on purpose
+  "$ringlm" status --node "127.0.0.1:$grpc_port" $security || true
 }
 
 cmd_up() {
@@ -227,6 +240,7 @@ cmd_up() {
 
   local model="${RINGLM_MODEL:-$REPO/../shared/models/stories260K-f32.gguf}"
   local api_port=8080 base_port=47800 build_dir="$REPO/build" foreground=0 run_dir
+  local key="${RINGLM_CLUSTER_KEY_FILE:-}" insecure=0
   run_dir="$(default_run_dir)"
   while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -236,10 +250,13 @@ cmd_up() {
       --run-dir) [[ $# -ge 2 ]] || die "--run-dir needs a path"; run_dir="$2"; shift 2 ;;
       --build-dir) [[ $# -ge 2 ]] || die "--build-dir needs a path"; build_dir="$2"; shift 2 ;;
       --foreground) foreground=1; shift ;;
+      --cluster-key) [[ $# -ge 2 ]] || die "--cluster-key needs a file"; key="$2"; shift 2 ;;
+      --insecure) insecure=1; shift ;;
       -h|--help) usage ;;
       *) die "unknown option '$1' (see --help)" ;;
     esac
   done
+  [[ $insecure -eq 0 || -z "$key" ]] || die "--insecure and a cluster key exclude each other"
   if ! is_number "$api_port" || [[ "$api_port" -lt 1 || "$api_port" -gt 65535 ]]; then
     die "--api-port must be 1..65535, got '$api_port'"
   fi
@@ -287,6 +304,24 @@ cmd_up() {
     die "ports in use; choose others with --api-port P and --base-port B (gRPC uses B+1..B+N)"
   fi
 
+  # The cluster key: every node gets the same one.
+  local security=()
+  if [[ $insecure -eq 1 ]]; then
+    security=(--insecure)
+    log "warning: --insecure: no TLS and no authentication; any host can join this cluster"
+  else
+    if [[ -z "$key" ]]; then
+      key="$run_dir/cluster.key"
+      if [[ ! -f "$key" ]]; then
+        "$ringlm" keygen --out "$key" >/dev/null || die "cannot write a cluster key to $key"
+        log "made a new cluster key: $key"
+      fi
+    fi
+    [[ -f "$key" ]] || die "cluster key not found: $key (make one with: $ringlm keygen --out $key)"
+    key="$(cd "$(dirname "$key")" && pwd)/$(basename "$key")"
+    security=(--cluster-key "$key")
+  fi
+
   local memory=()
   IFS=',' read -r -a memory <<<"${RINGLM_LOCAL_MEMORY:-4000,2000,3000}"
   [[ ${#memory[@]} -gt 0 ]] || die "RINGLM_LOCAL_MEMORY is empty"
@@ -316,7 +351,8 @@ cmd_up() {
   for ((k = 1; k <= n; ++k)); do
     local dir="$run_dir/node$k" mem="${memory[$(((k - 1) % ${#memory[@]}))]}"
     local args=(--model "$model" --grpc-host 127.0.0.1 --grpc-port $((base_port + k))
-      --discovery-port "$base_port" --loopback-only --memory-mb "$mem" --state-dir "$dir/state")
+      --discovery-port "$base_port" --loopback-only --memory-mb "$mem" --state-dir "$dir/state"
+      "${security[@]}")
     if [[ $k -eq 1 ]]; then args+=(--api-host 127.0.0.1 --api-port "$api_port"); fi
     mkdir -p "$dir/state"
     # A session of its own: Ctrl-C on the terminal reaches only this script,
@@ -334,6 +370,7 @@ cmd_up() {
     echo "GRPC_PORT_1=$((base_port + 1))"
     printf 'RINGLM_BIN=%q\n' "$ringlm"
     printf 'MODEL=%q\n' "$model"
+    printf 'SECURITY=%q\n' "${security[*]}"
   } >"$run_dir/cluster.env"
 
   # Wait for the head's /health, watching for daemons that die early.
@@ -369,6 +406,7 @@ cmd_up() {
   # does not fail. (A model with fewer layers than nodes leaves some nodes
   # idle; then the wait runs out and the cluster is used as it is.)
   local join_deadline=$((SECONDS + 20))
+  SECURITY_ARGS="${security[*]}"
   until cluster_converged "$ringlm" "$base_port" "$n"; do
     if [[ $SECONDS -ge $join_deadline ]]; then
       log "warning: the nodes have not agreed on one plan over all $n nodes within 20 s;" \
@@ -391,10 +429,13 @@ Try a streamed chat completion:
     -d '{"messages":[{"role":"user","content":"Tell me a story about a cat."}],"stream":true,"max_tokens":64}'
 
 Cluster status:
-  $ringlm status --node 127.0.0.1:$((base_port + 1))
+  $ringlm status --node 127.0.0.1:$((base_port + 1)) ${security[*]}
+
+Another machine joins with the same key: copy ${key:-(no key: insecure)} to it
+(mode 0600) and start there: ringlmd --model MODEL ${security[*]}
 
 EOF
-  "$ringlm" status --node "127.0.0.1:$((base_port + 1))" || log "ringlm status failed"
+  "$ringlm" status --node "127.0.0.1:$((base_port + 1))" "${security[@]}" || log "ringlm status failed"
 
   if [[ $foreground -eq 0 ]]; then
     echo

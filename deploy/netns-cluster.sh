@@ -2,6 +2,7 @@
 # A ring of ringlmd hosts on one machine, each in its own network namespace.
 #
 #   deploy/netns-cluster.sh up N [--model PATH] [--daemon-args "..."]
+#                                [--cluster-key FILE | --insecure]
 #   deploy/netns-cluster.sh down [N]
 #   deploy/netns-cluster.sh status
 #
@@ -13,6 +14,9 @@
 #   ringlm-hK      : eth0 (veth into br0) 10.99.0.K/24 brd 10.99.0.255, lo up,
 #                    no default route; one ringlmd (gRPC 0.0.0.0:47801, default
 #                    discovery: directed broadcast to 10.99.0.255 plus loopback)
+#
+# Every host runs with the same cluster key: --cluster-key FILE, else
+# RUN_DIR/cluster.key (made with `ringlm keygen` when missing).
 #
 # Environment:
 #   RINGLMD, RINGLM       binaries (default: build/daemon/ringlmd, build/cli/ringlm)
@@ -193,10 +197,12 @@ cmd_up() {
   [[ $# -ge 1 ]] || usage
   local n="$1"; shift
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le $MAX_HOSTS ]] || die "up: N must be 1..$MAX_HOSTS, got '$n'"
-  local model="$REPO/../shared/models/stories260K-f32.gguf" daemon_args=""
+  local model="$REPO/../shared/models/stories260K-f32.gguf" daemon_args="" key="" insecure=0
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --model) [[ $# -ge 2 ]] || die "--model needs a path"; model="$2"; shift 2 ;;
+      --cluster-key) [[ $# -ge 2 ]] || die "--cluster-key needs a file"; key="$2"; shift 2 ;;
+      --insecure) insecure=1; shift ;;
       --daemon-args) [[ $# -ge 2 ]] || die "--daemon-args needs a value"; daemon_args="$2"; shift 2 ;;
       -h|--help) usage ;;
       *) die "up: unknown option '$1'" ;;
@@ -220,6 +226,21 @@ cmd_up() {
 
   mkdir -p "$RUN_DIR"
   RUN_ABS="$(cd "$RUN_DIR" && pwd)"
+
+  # One cluster key for every host.
+  local security=()
+  if [[ $insecure -eq 1 ]]; then
+    security=(--insecure)
+  else
+    if [[ -z "$key" ]]; then
+      key="$RUN_ABS/cluster.key"
+      [[ -f "$key" ]] || "$RINGLM" keygen --out "$key" >/dev/null || die "cannot write $key"
+    fi
+    [[ -f "$key" ]] || die "cluster key not found: $key"
+    key="$(cd "$(dirname "$key")" && pwd)/$(basename "$key")"
+    security=(--cluster-key "$key")
+  fi
+  printf '%s\n' "${security[*]}" >"$RUN_ABS/security"
 
   ip netns add "$BRIDGE_NS"
   ip -n "$BRIDGE_NS" link set lo up
@@ -248,7 +269,8 @@ cmd_up() {
     local mem="${memory[$(((k - 1) % ${#memory[@]}))]}"
     mkdir -p "$dir/state"
     nohup ip netns exec "$ns" "$RINGLMD" --model "$model" --grpc-host 0.0.0.0 \
-      --grpc-port "$GRPC_PORT" --memory-mb "$mem" --state-dir "$dir/state" "${extra[@]}" \
+      --grpc-port "$GRPC_PORT" --memory-mb "$mem" --state-dir "$dir/state" "${security[@]}" \
+      "${extra[@]}" \
       </dev/null >"$dir/ringlmd.log" 2>&1 &
     echo $! >"$dir/ringlmd.pid"
     log "host $k: ringlmd pid $! in $ns, $PREFIX.$k:$GRPC_PORT, --memory-mb $mem, log $dir/ringlmd.log"
@@ -274,8 +296,8 @@ cmd_up() {
 
   cat <<EOF
 ringlm netns cluster: $n host(s), run dir $RUN_ABS
-  status:   ip netns exec ${HOST_NS}1 $RINGLM status --node $PREFIX.1:$GRPC_PORT
-  generate: ip netns exec ${HOST_NS}1 $RINGLM generate --cluster $PREFIX.1:$GRPC_PORT --prompt "Once upon a time" --temp 0
+  status:   ip netns exec ${HOST_NS}1 $RINGLM status --node $PREFIX.1:$GRPC_PORT ${security[*]}
+  generate: ip netns exec ${HOST_NS}1 $RINGLM generate --cluster $PREFIX.1:$GRPC_PORT ${security[*]} --prompt "Once upon a time" --temp 0
   logs:     $RUN_ABS/hK/ringlmd.log
   stop:     $0 down
 EOF
@@ -296,7 +318,10 @@ cmd_status() {
   done
   shopt -u nullglob
   if grep -qx "${HOST_NS}1" <<<"$namespaces"; then
-    ip netns exec "${HOST_NS}1" "$RINGLM" status --node "$PREFIX.1:$GRPC_PORT" || true
+    local security
+    security="$(cat "$RUN_DIR/security" 2>/dev/null || echo --insecure)"
+    # shellcheck disable=SC2086  # one or two words on purpose
+    ip netns exec "${HOST_NS}1" "$RINGLM" status --node "$PREFIX.1:$GRPC_PORT" $security || true
   else
     echo "no cluster is up"
   fi

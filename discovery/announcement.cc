@@ -1,12 +1,12 @@
 #include "discovery/announcement.h"
 
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "security/crypto.h"
 
 namespace ringlm {
 namespace {
@@ -14,19 +14,8 @@ namespace {
 constexpr std::string_view kMagic = "RLMA";
 // magic + version + body_length.
 constexpr size_t kHeaderBytes = 4 + 4 + 2;
-constexpr size_t kTrailerBytes = 4;
+constexpr size_t kTrailerBytes = kAnnouncementMacBytes;
 constexpr size_t kEnvelopeBytes = kHeaderBytes + kTrailerBytes;
-
-constexpr std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
 void PutU16(std::string& out, uint16_t v) {
   out.push_back(static_cast<char>(v & 0xff));
@@ -74,6 +63,12 @@ class BodyReader {
     if (rest_.size() < len) return Truncated(field);
     out->assign(rest_.data(), len);
     rest_.remove_prefix(len);
+    return absl::OkStatus();
+  }
+  absl::Status Bytes(const char* field, size_t bytes, std::string* out) {
+    if (rest_.size() < bytes) return Truncated(field);
+    out->assign(rest_.data(), bytes);
+    rest_.remove_prefix(bytes);
     return absl::OkStatus();
   }
   size_t remaining() const { return rest_.size(); }
@@ -127,11 +122,17 @@ absl::Status CheckFields(const Announcement& a) {
           "bad grpc_host \"", absl::CHexEscape(a.grpc_host), "\": want [A-Za-z0-9.:_-]"));
     }
   }
+  if (!a.spki_fingerprint.empty() && a.spki_fingerprint.size() != kSpkiFingerprintBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad spki_fingerprint: ", a.spki_fingerprint.size(), " bytes, want 0 or ",
+                     kSpkiFingerprintBytes));
+  }
   return absl::OkStatus();
 }
 
-// Parses the version-1 body into `a`; checks lengths only, not field content.
-absl::Status ParseBodyV1(std::string_view body, Announcement* a) {
+// Parses the version-2 body into `a`; checks lengths only, not field content.
+// Runs only on authenticated bytes, and still bounds-checks every read.
+absl::Status ParseBodyV2(std::string_view body, Announcement* a) {
   BodyReader r(body);
   uint64_t port = 0, threads = 0, gflops_bits = 0;
   // A braced list evaluates left to right, in wire order. Reads after a failed
@@ -144,12 +145,15 @@ absl::Status ParseBodyV1(std::string_view body, Announcement* a) {
         r.Int("usable_memory", 8, &a->caps.usable_memory_bytes),
         r.Int("matmul_gflops", 8, &gflops_bits), r.Int("threads", 4, &threads),
         r.String("cpu_model", kMaxCpuModelBytes, &a->caps.cpu_model),
-        r.String("grpc_host", kMaxGrpcHostBytes, &a->grpc_host)}) {
+        r.String("grpc_host", kMaxGrpcHostBytes, &a->grpc_host),
+        r.String("spki_fingerprint", kSpkiFingerprintBytes, &a->spki_fingerprint),
+        r.Int("timestamp_ms", 8, &a->timestamp_ms),
+        r.Bytes("nonce", kAnnouncementNonceBytes, &a->nonce)}) {
     if (!s.ok()) return s;
   }
   if (r.remaining() != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad length: ", r.remaining(), " trailing bytes after grpc_host"));
+        absl::StrCat("bad length: ", r.remaining(), " trailing bytes after nonce"));
   }
   a->grpc_port = static_cast<uint16_t>(port);
   a->caps.threads = static_cast<uint32_t>(threads);
@@ -176,20 +180,24 @@ std::string_view DecodeFailureName(DecodeFailure failure) {
       return "bad magic";
     case DecodeFailure::kBadLength:
       return "bad length";
-    case DecodeFailure::kBadChecksum:
-      return "bad checksum";
+    case DecodeFailure::kBadMac:
+      return "bad MAC";
     case DecodeFailure::kOtherVersion:
       return "other protocol version";
     case DecodeFailure::kBadField:
       return "bad field";
+    case DecodeFailure::kStale:
+      return "stale";
+    case DecodeFailure::kReplayed:
+      return "replayed";
+    case DecodeFailure::kReordered:
+      return "reordered";
   }
   return "unknown";
 }
 
-uint32_t Crc32(std::string_view data) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char b : data) c = kCrcTable[(c ^ b) & 0xff] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+std::string DeriveAnnouncementMacKey(std::string_view cluster_key) {
+  return HkdfSha256(cluster_key, kAnnouncementMacKeyInfo, kAnnouncementMacKeyBytes);
 }
 
 bool IsValidNodeId(std::string_view id) {
@@ -210,7 +218,7 @@ absl::Status ValidateAnnouncement(const Announcement& a) {
   return CheckFields(a);
 }
 
-std::string EncodeAnnouncement(const Announcement& a) {
+std::string EncodeAnnouncement(const Announcement& a, std::string_view mac_key) {
   std::string body;
   body.reserve(256);
   PutString(body, a.node_id, kMaxNodeIdBytes);
@@ -223,21 +231,27 @@ std::string EncodeAnnouncement(const Announcement& a) {
   PutU32(body, a.caps.threads);
   PutString(body, a.caps.cpu_model, kMaxCpuModelBytes);
   PutString(body, a.grpc_host, kMaxGrpcHostBytes);
+  PutString(body, a.spki_fingerprint, kSpkiFingerprintBytes);
+  PutU64(body, a.timestamp_ms);
+  body.append(RandomBytes(kAnnouncementNonceBytes));
 
-  // The truncating limits above bound the body to 8+2+129+8+8+8+4+129+254+65
-  // bytes, well below kMaxAnnouncementBytes - kEnvelopeBytes.
+  // The truncating limits above bound the body to
+  // 65+8+2+129+8+8+8+4+129+254+33+8+16 = 672 bytes, well below
+  // kMaxAnnouncementBytes - kEnvelopeBytes.
   std::string out;
   out.reserve(kEnvelopeBytes + body.size());
   out.append(kMagic);
   PutU32(out, kDiscoveryProtocolVersion);
   PutU16(out, static_cast<uint16_t>(body.size()));
   out.append(body);
-  PutU32(out, Crc32(out));
+  out.append(HmacSha256(mac_key, out));
   return out;
 }
 
-absl::StatusOr<Announcement> DecodeAnnouncement(std::string_view datagram, DecodeFailure* failure) {
+absl::StatusOr<Announcement> DecodeAnnouncement(std::string_view datagram, std::string_view mac_key,
+                                                DecodeFailure* failure) {
   if (failure != nullptr) *failure = DecodeFailure::kNone;
+  // Envelope (unauthenticated; only its fixed-size header fields are read).
   if (datagram.size() < kEnvelopeBytes) {
     return Fail(DecodeFailure::kTooShort, failure,
                 absl::InvalidArgumentError(absl::StrCat("too short: ", datagram.size(),
@@ -254,6 +268,14 @@ absl::StatusOr<Announcement> DecodeAnnouncement(std::string_view datagram, Decod
                     "bad magic \"", absl::CHexEscape(std::string(datagram.substr(0, 4))),
                     "\", want \"RLMA\"")));
   }
+  // Another version has another trailer, so its MAC cannot be checked here;
+  // it is dropped without looking at its body.
+  const uint32_t version = static_cast<uint32_t>(LoadLe(datagram.substr(4, 4)));
+  if (version != kDiscoveryProtocolVersion) {
+    return Fail(DecodeFailure::kOtherVersion, failure,
+                absl::FailedPreconditionError(absl::StrCat(
+                    "protocol version ", version, ", expected ", kDiscoveryProtocolVersion)));
+  }
   const size_t body_length = LoadLe(datagram.substr(8, 2));
   if (kHeaderBytes + body_length + kTrailerBytes != datagram.size()) {
     return Fail(DecodeFailure::kBadLength, failure,
@@ -261,26 +283,19 @@ absl::StatusOr<Announcement> DecodeAnnouncement(std::string_view datagram, Decod
                                                         " does not fit a datagram of ",
                                                         datagram.size(), " bytes")));
   }
+
+  // Authenticate before parsing anything else.
   const std::string_view covered = datagram.substr(0, datagram.size() - kTrailerBytes);
-  const uint32_t want_crc = static_cast<uint32_t>(LoadLe(datagram.substr(covered.size())));
-  const uint32_t got_crc = Crc32(covered);
-  if (want_crc != got_crc) {
-    return Fail(DecodeFailure::kBadChecksum, failure,
-                absl::InvalidArgumentError(
-                    absl::StrCat("bad checksum: trailer 0x", absl::Hex(want_crc, absl::kZeroPad8),
-                                 ", computed 0x", absl::Hex(got_crc, absl::kZeroPad8))));
+  const std::string_view mac = datagram.substr(covered.size());
+  if (!ConstantTimeEquals(mac, HmacSha256(mac_key, covered))) {
+    return Fail(
+        DecodeFailure::kBadMac, failure,
+        absl::InvalidArgumentError("bad MAC: corrupt, forged, or sent with another cluster key"));
   }
 
   Announcement a;
-  a.protocol_version = static_cast<uint32_t>(LoadLe(datagram.substr(4, 4)));
-  if (a.protocol_version != kDiscoveryProtocolVersion) {
-    return Fail(
-        DecodeFailure::kOtherVersion, failure,
-        absl::FailedPreconditionError(absl::StrCat("protocol version ", a.protocol_version,
-                                                   ", expected ", kDiscoveryProtocolVersion)));
-  }
-
-  if (absl::Status s = ParseBodyV1(datagram.substr(kHeaderBytes, body_length), &a); !s.ok()) {
+  a.protocol_version = version;
+  if (absl::Status s = ParseBodyV2(datagram.substr(kHeaderBytes, body_length), &a); !s.ok()) {
     return Fail(DecodeFailure::kBadLength, failure, s);
   }
   if (absl::Status fields = CheckFields(a); !fields.ok()) {

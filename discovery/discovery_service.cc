@@ -29,6 +29,21 @@ constexpr int kMaxDatagramsPerWake = 64;
 
 absl::Duration ToAbsl(steady_clock::duration d) { return absl::FromChrono(d); }
 
+// The timestamp of our next datagram: the wall time, but strictly after the
+// previous one so receivers' per-instance ordering check does not drop our
+// own datagrams sent in the same millisecond (one per target). Never more
+// than 1 s ahead of the wall clock, so a clock stepped back does not leave us
+// stamping the future (receivers would then refuse us as stale); after such a
+// step receivers refuse us as reordered until our entry expires and restarts.
+uint64_t NextTimestamp(uint64_t now_ms, uint64_t last_ms) {
+  if (now_ms > last_ms) return now_ms;
+  if (last_ms - now_ms < 1000) return last_ms + 1;
+  return now_ms;
+}
+
+// |a - b| without overflow.
+uint64_t AbsDiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
 // " (N similar suppressed)" when N > 0, for rate-limited log lines.
 std::string Suppressed(uint64_t n) {
   return n == 0 ? std::string() : absl::StrCat(" (", n, " similar suppressed)");
@@ -76,7 +91,8 @@ DiscoveryService::DiscoveryService(DiscoveryOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : SystemClock::Get()),
       peers_(PeerTableOptions{.expiry = options_.peer_expiry, .max_peers = options_.max_peers}),
-      warnings_(options_.warning_interval) {}
+      warnings_(options_.warning_interval),
+      replay_(options_.max_clock_skew) {}
 
 DiscoveryService::~DiscoveryService() { Stop(); }
 
@@ -91,8 +107,15 @@ absl::Status DiscoveryService::Start(Announcement self) {
   if (state_ != State::kIdle) {
     return absl::FailedPreconditionError("DiscoveryService::Start called twice");
   }
-  if (options_.announce_interval <= milliseconds(0) || options_.peer_expiry <= milliseconds(0)) {
-    return absl::InvalidArgumentError("announce_interval and peer_expiry must be positive");
+  if (options_.announce_interval <= milliseconds(0) || options_.peer_expiry <= milliseconds(0) ||
+      options_.max_clock_skew <= milliseconds(0)) {
+    return absl::InvalidArgumentError(
+        "announce_interval, peer_expiry and max_clock_skew must be positive");
+  }
+  if (options_.mac_key.size() != kAnnouncementMacKeyBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("discovery mac_key is ", options_.mac_key.size(), " bytes, want ",
+                     kAnnouncementMacKeyBytes, " (DeriveAnnouncementMacKey of the cluster key)"));
   }
   if (self.instance_id == 0) self.instance_id = RandomU64();
   if (absl::Status s = ValidateAnnouncement(self); !s.ok()) return s;
@@ -109,7 +132,8 @@ absl::Status DiscoveryService::Start(Announcement self) {
   socket_ = std::make_unique<UdpSocket>(*std::move(sock));
   {
     absl::MutexLock lock(&mu_);
-    self_datagram_ = EncodeAnnouncement(self);
+    self.timestamp_ms = 0;
+    self.nonce.clear();
     self_ = std::move(self);
     targets_ = *std::move(targets);
     bound_port_ = *port;
@@ -157,7 +181,8 @@ absl::Status DiscoveryService::UpdateSelf(Announcement self) {
     self.instance_id = self_.instance_id;
     if (absl::Status s = ValidateAnnouncement(self); !s.ok()) return s;
     clear_peers = self.model_fingerprint != self_.model_fingerprint;
-    self_datagram_ = EncodeAnnouncement(self);
+    self.timestamp_ms = 0;
+    self.nonce.clear();
     self_ = std::move(self);
     announce_now_ = true;
   }
@@ -193,20 +218,26 @@ std::vector<std::string> DiscoveryService::announce_targets() const {
 
 void DiscoveryService::AnnounceLoop() {
   auto next_refresh = steady_clock::now() + kTargetRefreshInterval;
+  uint64_t last_timestamp_ms = 0;
   while (true) {
-    std::string datagram;
+    Announcement self;
     std::vector<std::string> targets;
     uint16_t port = 0;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       announce_now_ = false;
-      datagram = self_datagram_;
+      self = self_;
       targets = targets_;
       port = bound_port_;
     }
     uint64_t sent = 0, errors = 0;
     for (const std::string& target : targets) {
+      // A fresh timestamp and nonce per datagram: a receiver hearing us on
+      // two paths must not take the second copy for a replay.
+      self.timestamp_ms = NextTimestamp(UnixMillis(clock_->WallNow()), last_timestamp_ms);
+      last_timestamp_ms = self.timestamp_ms;
+      const std::string datagram = EncodeAnnouncement(self, options_.mac_key);
       absl::Status s = socket_->SendTo(datagram, target, port);
       if (s.ok()) {
         ++sent;
@@ -295,6 +326,29 @@ void DiscoveryService::Ignore(uint64_t DiscoveryCounters::*counter, std::string_
   }
 }
 
+void DiscoveryService::IgnoreTableRefusal(const absl::Status& status, const Announcement& a,
+                                          const UdpSocket::Received& from) {
+  switch (status.code()) {
+    case absl::StatusCode::kAlreadyExists:
+      Ignore(&DiscoveryCounters::ignored_id_conflict, "id conflict", from,
+             absl::StrCat(status.message(),
+                          " (a second announcer of a live id: a misconfigured copy of a state "
+                          "dir, or an impostor)"));
+      return;
+    case absl::StatusCode::kOutOfRange:
+      Ignore(&DiscoveryCounters::ignored_reordered, "reordered", from,
+             std::string(status.message()));
+      return;
+    case absl::StatusCode::kResourceExhausted:
+      Ignore(&DiscoveryCounters::ignored_table_full, "table", from, std::string(status.message()));
+      return;
+    default:
+      Ignore(&DiscoveryCounters::ignored_malformed, "malformed", from,
+             absl::StrCat("peer ", a.node_id, ": ", status.message()));
+      return;
+  }
+}
+
 void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Received& from) {
   Announcement self;
   {
@@ -310,11 +364,11 @@ void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Re
     return;
   }
   DecodeFailure failure = DecodeFailure::kNone;
-  absl::StatusOr<Announcement> a = DecodeAnnouncement(data, &failure);
+  absl::StatusOr<Announcement> a = DecodeAnnouncement(data, options_.mac_key, &failure);
   if (!a.ok()) {
     switch (failure) {
-      case DecodeFailure::kBadChecksum:
-        Ignore(&DiscoveryCounters::ignored_bad_checksum, "checksum", from, a.status().ToString());
+      case DecodeFailure::kBadMac:
+        Ignore(&DiscoveryCounters::ignored_bad_mac, "mac", from, a.status().ToString());
         break;
       case DecodeFailure::kOtherVersion:
         Ignore(&DiscoveryCounters::ignored_other_version, "version", from, a.status().ToString());
@@ -327,6 +381,34 @@ void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Re
         break;
     }
     return;
+  }
+
+  // Authenticated from here on, but maybe old: check freshness.
+  const uint64_t now_ms = UnixMillis(clock_->WallNow());
+  const uint64_t skew_ms = static_cast<uint64_t>(options_.max_clock_skew.count());
+  // timestamp 0 is always stale: the peer table reads it as "not from the
+  // wire" and skips its ordering check, so none may come from the wire.
+  if (a->timestamp_ms == 0 || AbsDiff(a->timestamp_ms, now_ms) > skew_ms) {
+    Ignore(&DiscoveryCounters::ignored_stale, "stale", from,
+           absl::StrCat("announcement of ", a->node_id, " is stamped ",
+                        AbsDiff(a->timestamp_ms, now_ms), " ms ",
+                        a->timestamp_ms > now_ms ? "ahead of" : "behind",
+                        " our clock, more than max_clock_skew ", skew_ms,
+                        " ms (a replay, or clocks out of sync: check NTP)"));
+    return;
+  }
+  switch (replay_.Admit(a->nonce, a->timestamp_ms, now_ms)) {
+    case internal::ReplayCache::Verdict::kFresh:
+      break;
+    case internal::ReplayCache::Verdict::kReplayed:
+      Ignore(&DiscoveryCounters::ignored_replayed, "replay", from,
+             absl::StrCat("announcement of ", a->node_id, " was received before (a replay)"));
+      return;
+    case internal::ReplayCache::Verdict::kTooOld:
+      Ignore(&DiscoveryCounters::ignored_replayed, "replay", from,
+             absl::StrCat("announcement of ", a->node_id,
+                          " is older than the replay cache remembers (flooded?)"));
+      return;
   }
 
   if (a->node_id == self.node_id) {
@@ -373,7 +455,7 @@ void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Re
 
   absl::StatusOr<PeerChange> change = peers_.Observe(*a, from.sender_ip, clock_->Now());
   if (!change.ok()) {
-    Ignore(&DiscoveryCounters::ignored_table_full, "table", from, change.status().ToString());
+    IgnoreTableRefusal(change.status(), *a, from);
     return;
   }
   {
@@ -386,9 +468,15 @@ void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Re
   const char* what = *change == PeerChange::kJoined      ? "joined"
                      : *change == PeerChange::kRestarted ? "restarted"
                                                          : "changed";
-  spdlog::info("discovery: peer {} {} at {} ({} MiB usable, {} threads, {:.1f} GFLOP/s)",
-               peer->node_id, what, peer->address, peer->caps.usable_memory_bytes >> 20,
-               peer->caps.threads, peer->caps.matmul_gflops);
+  const std::string identity =
+      peer->spki_fingerprint.empty()
+          ? std::string("none")
+          : absl::BytesToHexString(absl::string_view(peer->spki_fingerprint).substr(0, 8));
+  spdlog::info(
+      "discovery: peer {} {} at {} ({} MiB usable, {} threads, {:.1f} GFLOP/s, identity {}, "
+      "{})",
+      peer->node_id, what, peer->address, peer->caps.usable_memory_bytes >> 20, peer->caps.threads,
+      peer->caps.matmul_gflops, identity, peer->verified ? "verified" : "not yet verified");
 }
 
 }  // namespace ringlm

@@ -17,6 +17,7 @@
 #include "discovery/announcement.h"
 #include "discovery/clock.h"
 #include "discovery/internal/log_rate_limiter.h"
+#include "discovery/internal/replay_cache.h"
 #include "discovery/peer_table.h"
 #include "discovery/udp_socket.h"
 
@@ -31,6 +32,15 @@ struct DuplicateIdEvent {
 };
 
 struct DiscoveryOptions {
+  // Required: the 32-byte HMAC-SHA256 key of announcements, the same on every
+  // node of the cluster: DeriveAnnouncementMacKey(cluster key), or
+  // DeriveAnnouncementMacKey("") in insecure mode. Start() refuses any other
+  // length. Datagrams under another key are dropped and counted.
+  std::string mac_key;
+  // An announcement whose timestamp is further than this from our wall clock
+  // (either way) is dropped as stale. Bounds how long a captured datagram can
+  // be replayed, and how far apart the cluster's clocks may drift (NTP).
+  std::chrono::milliseconds max_clock_skew{30000};
   // UDP port every daemon of a cluster listens and announces on.
   uint16_t port = 47800;
   std::chrono::milliseconds announce_interval{1000};
@@ -49,8 +59,9 @@ struct DiscoveryOptions {
   size_t max_peers = 256;
   // At most one warning line per kind of ignored packet per this interval.
   std::chrono::milliseconds warning_interval{10000};
-  // Time source for the peer table (last_seen, expiry). Not owned; must
-  // outlive the service. nullptr = SystemClock.
+  // Time source: Now() for the peer table (last_seen, expiry), WallNow() for
+  // the timestamps we send and the freshness of those we receive. Not owned;
+  // must outlive the service. nullptr = SystemClock.
   Clock* clock = nullptr;
   // Called on the receiver thread, once per distinct other instance that
   // announces our node id. Must not call Stop() or destroy the service.
@@ -66,15 +77,20 @@ struct DiscoveryCounters {
   uint64_t ignored_self = 0;
   uint64_t ignored_malformed = 0;  // too short, bad magic, bad lengths, bad fields
   uint64_t ignored_oversized = 0;  // larger than kMaxAnnouncementBytes
-  uint64_t ignored_bad_checksum = 0;
+  uint64_t ignored_bad_mac = 0;    // corrupt, forged, or another cluster key
   uint64_t ignored_other_version = 0;
+  uint64_t ignored_stale = 0;      // timestamp further than max_clock_skew from our clock
+  uint64_t ignored_replayed = 0;   // nonce seen before (or too old for the replay cache)
+  uint64_t ignored_reordered = 0;  // not newer than the last accepted of its instance
   uint64_t ignored_other_model = 0;
-  uint64_t ignored_duplicate_id = 0;
+  uint64_t ignored_duplicate_id = 0;  // another process announces our node id
+  uint64_t ignored_id_conflict = 0;   // a live peer's id announced with another fingerprint
   uint64_t ignored_table_full = 0;
 
   uint64_t ignored() const {
-    return ignored_self + ignored_malformed + ignored_oversized + ignored_bad_checksum +
-           ignored_other_version + ignored_other_model + ignored_duplicate_id + ignored_table_full;
+    return ignored_self + ignored_malformed + ignored_oversized + ignored_bad_mac +
+           ignored_other_version + ignored_stale + ignored_replayed + ignored_reordered +
+           ignored_other_model + ignored_duplicate_id + ignored_id_conflict + ignored_table_full;
   }
 };
 
@@ -90,10 +106,26 @@ absl::StatusOr<std::vector<std::string>> ComputeAnnounceTargets(
 // of the others that run the same model fingerprint and protocol version.
 // Start() binds UDP 0.0.0.0:port (SO_REUSEADDR, SO_REUSEPORT, SO_BROADCAST,
 // so several daemons on one host share the port) and starts two threads: an
-// announcer and a receiver. The receiver ignores our own packets, ignores and
-// counts garbage, oversized, corrupt, other-version and other-model packets
-// (with rate-limited warnings), detects another process using our node id,
-// and expires silent peers. Never sends to 255.255.255.255.
+// announcer and a receiver. Never sends to 255.255.255.255.
+// Sending: every datagram (one per target per round) is encoded afresh with
+// our wall time and a new nonce, under options.mac_key. Timestamps strictly
+// increase within the instance (by 1 ms where the clock has not moved) so a
+// receiver's ordering check never drops our own back-to-back datagrams.
+// Receiving, in this order, each refusal counted and logged at a bounded rate:
+//   1. oversized, malformed, other version, bad MAC (DecodeAnnouncement;
+//      nothing of an unauthenticated body is parsed);
+//   2. stale: |wall now - timestamp_ms| > max_clock_skew, or timestamp 0;
+//   3. replayed: nonce seen before (internal::ReplayCache, at most 16384
+//      nonces, each kept until its timestamp is stale; see there why
+//      forgetting one never lets a replay in);
+//   4. our own announcement (ignored_self), or our node id from another
+//      instance (duplicate id: on_duplicate_id);
+//   5. another model fingerprint;
+//   6. the peer table's refusals: id pinned to another fingerprint
+//      (ignored_id_conflict), not newer than the last of its instance
+//      (ignored_reordered), table full.
+// It also expires silent peers. Peers enter the table unverified; the daemon
+// verifies them (PeerTable::MarkVerified) after a TLS health call.
 // Ownership: owns its socket, threads and PeerTable; peers() stays valid for
 // the service's lifetime. The table does not contain this node itself.
 // Thread-safety: all methods are thread-safe. Start at most once; Stop (also
@@ -107,14 +139,19 @@ class DiscoveryService {
   ~DiscoveryService();
 
   // Begins announcing `self` and listening. `self.instance_id` 0 is replaced
-  // by a random one. InvalidArgument for an invalid announcement or options,
-  // FailedPrecondition when already started, the socket error otherwise.
+  // by a random one; `self.timestamp_ms` and `self.nonce` are ignored (set
+  // per datagram). InvalidArgument for an invalid announcement or options
+  // (including a mac_key that is not 32 bytes, or a non-positive
+  // max_clock_skew), FailedPrecondition when already started, the socket
+  // error otherwise.
   absl::Status Start(Announcement self);
   void Stop();
 
   // Changes what we announce (e.g. caps) and announces at once. Keeps the
   // running instance id. InvalidArgument for an invalid announcement or a
-  // different node id. A new model fingerprint clears the peer table.
+  // different node id. A new model fingerprint clears the peer table. A new
+  // spki_fingerprint is refused by peers (identity pinning) until our old
+  // entry has expired from their tables, about peer_expiry later.
   absl::Status UpdateSelf(Announcement self);
 
   PeerTable& peers() { return peers_; }
@@ -133,6 +170,9 @@ class DiscoveryService {
   void ReceiveLoop();
   // Handles one received datagram; `data` is empty when it was oversized.
   void HandleDatagram(std::string_view data, const UdpSocket::Received& from);
+  // Counts and logs a peer table refusal of `a`.
+  void IgnoreTableRefusal(const absl::Status& status, const Announcement& a,
+                          const UdpSocket::Received& from);
   void Ignore(uint64_t DiscoveryCounters::*counter, std::string_view reason,
               const UdpSocket::Received& from, std::string_view detail);
   absl::StatusOr<std::vector<std::string>> CurrentTargets() const;
@@ -153,7 +193,6 @@ class DiscoveryService {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool announce_now_ ABSL_GUARDED_BY(mu_) = false;
   Announcement self_ ABSL_GUARDED_BY(mu_);
-  std::string self_datagram_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> targets_ ABSL_GUARDED_BY(mu_);
   uint16_t bound_port_ ABSL_GUARDED_BY(mu_) = 0;
   DiscoveryCounters counters_ ABSL_GUARDED_BY(mu_);
@@ -164,6 +203,8 @@ class DiscoveryService {
   // joined; the threads use it unlocked in between.
   std::unique_ptr<UdpSocket> socket_;
   internal::LogRateLimiter warnings_;
+  // Used by the receiver thread only (HandleDatagram), so not guarded.
+  internal::ReplayCache replay_;
 };
 
 }  // namespace ringlm

@@ -1,7 +1,9 @@
 #include "discovery/peer_table.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringlm {
@@ -9,6 +11,13 @@ namespace {
 
 bool IsLoopbackHost(std::string_view host) {
   return host.substr(0, 4) == "127." || host == "::1" || host == "localhost";
+}
+
+// A short printable form of a fingerprint for messages: 16 hex digits, or
+// "none" for an empty one.
+std::string ShortFingerprint(std::string_view fp) {
+  if (fp.empty()) return "none";
+  return absl::BytesToHexString(absl::string_view(fp.data(), std::min<size_t>(fp.size(), 8)));
 }
 
 }  // namespace
@@ -26,6 +35,11 @@ absl::StatusOr<PeerChange> PeerTable::Observe(const Announcement& a, std::string
   if (!IsValidNodeId(a.node_id)) {
     return absl::InvalidArgumentError(absl::StrCat("bad node id for peer table: ", a.node_id));
   }
+  if (!a.spki_fingerprint.empty() && a.spki_fingerprint.size() != kSpkiFingerprintBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("peer ", a.node_id, " has a ",
+                                                   a.spki_fingerprint.size(),
+                                                   "-byte spki_fingerprint, want 0 or 32"));
+  }
   const bool advertised = !a.grpc_host.empty();
   std::string host = advertised ? a.grpc_host : std::move(sender_ip);
   if (host.empty()) {
@@ -35,6 +49,13 @@ absl::StatusOr<PeerChange> PeerTable::Observe(const Announcement& a, std::string
 
   absl::MutexLock lock(&mu_);
   auto it = peers_.find(a.node_id);
+  // See "Identity" in the header: the pin holds whatever the instance id.
+  if (it != peers_.end() && it->second.info.spki_fingerprint != a.spki_fingerprint) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "node id ", a.node_id, " is held by identity ",
+        ShortFingerprint(it->second.info.spki_fingerprint), " at ", it->second.info.address,
+        "; refusing an announcement from identity ", ShortFingerprint(a.spki_fingerprint)));
+  }
   if (it == peers_.end() || it->second.info.instance_id != a.instance_id) {
     const bool restarted = it != peers_.end();
     if (!restarted && peers_.size() >= options_.max_peers) {
@@ -49,16 +70,25 @@ absl::StatusOr<PeerChange> PeerTable::Observe(const Announcement& a, std::string
     e.info.address = JoinHostPort(e.info.host, a.grpc_port);
     e.info.model_fingerprint = a.model_fingerprint;
     e.info.caps = a.caps;
+    e.info.spki_fingerprint = a.spki_fingerprint;
+    e.info.verified = false;
     e.info.first_seen = now;
     e.info.last_seen = now;
     e.host_advertised = advertised;
     e.host_last_seen = now;
+    e.last_timestamp_ms = a.timestamp_ms;
     peers_.insert_or_assign(a.node_id, std::move(e));
     ++version_;
     return restarted ? PeerChange::kRestarted : PeerChange::kJoined;
   }
 
   Entry& e = it->second;
+  if (a.timestamp_ms != 0 && e.last_timestamp_ms != 0 && a.timestamp_ms <= e.last_timestamp_ms) {
+    return absl::OutOfRangeError(
+        absl::StrCat("announcement of ", a.node_id, " stamped ", a.timestamp_ms,
+                     " ms is not newer than the last one (", e.last_timestamp_ms, " ms)"));
+  }
+  e.last_timestamp_ms = std::max(e.last_timestamp_ms, a.timestamp_ms);
   bool changed = false;
   e.info.last_seen = now;
   if (host == e.info.host) {
@@ -93,9 +123,27 @@ absl::StatusOr<PeerChange> PeerTable::Observe(const Announcement& a, std::string
     changed = true;
   }
   if (!changed) return PeerChange::kRefreshed;
-  e.info.address = JoinHostPort(e.info.host, e.info.grpc_port);
+  const std::string address = JoinHostPort(e.info.host, e.info.grpc_port);
+  if (address != e.info.address) {
+    e.info.address = address;
+    e.info.verified = false;  // the identity was proved at the old address only
+  }
   ++version_;
   return PeerChange::kUpdated;
+}
+
+bool PeerTable::MarkVerified(std::string_view node_id, std::string_view spki_fingerprint,
+                             std::string_view address) {
+  absl::MutexLock lock(&mu_);
+  auto it = peers_.find(node_id);
+  if (it == peers_.end()) return false;
+  PeerInfo& info = it->second.info;
+  if (info.spki_fingerprint != spki_fingerprint || info.address != address) return false;
+  if (!info.verified) {
+    info.verified = true;
+    ++version_;
+  }
+  return true;
 }
 
 std::vector<PeerInfo> PeerTable::Expire(SteadyTime now) {
@@ -134,6 +182,15 @@ std::vector<PeerInfo> PeerTable::Snapshot() const {
   std::vector<PeerInfo> out;
   out.reserve(peers_.size());
   for (const auto& [id, e] : peers_) out.push_back(e.info);
+  return out;
+}
+
+std::vector<PeerInfo> PeerTable::VerifiedSnapshot() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PeerInfo> out;
+  for (const auto& [id, e] : peers_) {
+    if (e.info.verified) out.push_back(e.info);
+  }
   return out;
 }
 

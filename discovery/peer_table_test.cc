@@ -15,7 +15,12 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-Announcement Peer(std::string id, uint64_t instance = 1, uint64_t usable = 1000) {
+// 32-byte fingerprints of two identities.
+const std::string kIdentityA(32, 'A');
+const std::string kIdentityB(32, 'B');
+
+Announcement Peer(std::string id, uint64_t instance = 1, uint64_t usable = 1000,
+                  std::string fingerprint = kIdentityA) {
   Announcement a;
   a.node_id = std::move(id);
   a.instance_id = instance;
@@ -23,6 +28,19 @@ Announcement Peer(std::string id, uint64_t instance = 1, uint64_t usable = 1000)
   a.model_fingerprint.assign(1, 'm');  // not = "m": GCC 12 -Wrestrict false positive
   a.caps.usable_memory_bytes = usable;
   a.caps.threads = 4;
+  a.spki_fingerprint = std::move(fingerprint);
+  return a;
+}
+
+// `a` with another identity.
+Announcement Impostor(Announcement a) {
+  a.spki_fingerprint = kIdentityB;
+  return a;
+}
+
+// `a` stamped `ms`.
+Announcement At(Announcement a, uint64_t ms) {
+  a.timestamp_ms = ms;
   return a;
 }
 
@@ -220,6 +238,189 @@ TEST(PeerTableTest, ConcurrentUse) {
   for (std::thread& t : threads) t.join();
   EXPECT_LE(table.size(), 10u);
   EXPECT_GT(table.version(), 0u);
+}
+
+TEST(PeerTableTest, PinsTheFingerprintOfALiveId) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  ASSERT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  EXPECT_EQ(table.Find("a")->spki_fingerprint, kIdentityA);
+  const uint64_t v = table.version();
+  const PeerInfo before = *table.Find("a");
+
+  // Another identity cannot take the id: not with the same instance, not as a
+  // "restart", not with an advertised host, not with an empty fingerprint.
+  Announcement hijack = Impostor(Peer("a", 1, 1ull << 40));
+  hijack.grpc_host = "10.6.6.6";
+  for (uint64_t instance : {1, 2, 3}) {
+    hijack.instance_id = instance;
+    absl::StatusOr<PeerChange> r = table.Observe(hijack, "10.6.6.6", clock.Now());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists) << instance;
+  }
+  Announcement anonymous = Peer("a", 2, 1ull << 40, "");
+  EXPECT_EQ(table.Observe(anonymous, "10.6.6.6", clock.Now()).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*table.Find("a"), before);  // address, caps, instance, last_seen untouched
+  EXPECT_EQ(table.version(), v);
+
+  // The owner still refreshes and restarts.
+  clock.Advance(seconds(1));
+  EXPECT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kRefreshed);
+  EXPECT_EQ(*table.Observe(Peer("a", 7), "10.0.0.1", clock.Now()), PeerChange::kRestarted);
+  EXPECT_EQ(table.Find("a")->spki_fingerprint, kIdentityA);
+}
+
+TEST(PeerTableTest, AnExpiredOrRemovedIdIsFreeAgain) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  ASSERT_FALSE(table.Observe(Impostor(Peer("a")), "10.0.0.9", clock.Now()).ok());
+
+  clock.Advance(milliseconds(5001));
+  ASSERT_EQ(table.Expire(clock.Now()).size(), 1u);
+  EXPECT_EQ(*table.Observe(Impostor(Peer("a")), "10.0.0.9", clock.Now()), PeerChange::kJoined);
+  PeerInfo now_b = *table.Find("a");
+  EXPECT_EQ(now_b.spki_fingerprint, kIdentityB);
+  EXPECT_EQ(now_b.address, "10.0.0.9:5000");
+  EXPECT_FALSE(now_b.verified);
+  // ...and pinned to the new identity.
+  EXPECT_EQ(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  ASSERT_TRUE(table.Remove("a"));
+  EXPECT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  EXPECT_EQ(table.Find("a")->spki_fingerprint, kIdentityA);
+}
+
+TEST(PeerTableTest, RejectsABadFingerprintLength) {
+  FakeClock clock;
+  PeerTable table;
+  EXPECT_EQ(
+      table.Observe(Peer("a", 1, 1, std::string(31, 'x')), "10.0.0.1", clock.Now()).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_TRUE(table.Observe(Peer("a", 1, 1, ""), "10.0.0.1", clock.Now()).ok());  // no TLS
+}
+
+TEST(PeerTableTest, MarkVerifiedNeedsTheCurrentFingerprintAndAddress) {
+  FakeClock clock;
+  PeerTable table;
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  ASSERT_TRUE(table.Observe(Peer("b"), "10.0.0.2", clock.Now()).ok());
+  EXPECT_FALSE(table.Find("a")->verified);  // starts unverified
+  EXPECT_TRUE(table.VerifiedSnapshot().empty());
+  uint64_t v = table.version();
+
+  EXPECT_FALSE(table.MarkVerified("a", kIdentityB, "10.0.0.1:5000"));  // other identity
+  EXPECT_FALSE(table.MarkVerified("a", kIdentityA, "10.0.0.2:5000"));  // other address
+  EXPECT_FALSE(table.MarkVerified("a", kIdentityA, "10.0.0.1"));       // not host:port
+  EXPECT_FALSE(table.MarkVerified("c", kIdentityA, "10.0.0.1:5000"));  // absent
+  EXPECT_FALSE(table.MarkVerified("a", "", "10.0.0.1:5000"));
+  EXPECT_FALSE(table.Find("a")->verified);
+  EXPECT_EQ(table.version(), v);
+
+  EXPECT_TRUE(table.MarkVerified("a", kIdentityA, "10.0.0.1:5000"));
+  EXPECT_TRUE(table.Find("a")->verified);
+  EXPECT_EQ(table.version(), v + 1);  // the daemon re-partitions on it
+  EXPECT_TRUE(table.MarkVerified("a", kIdentityA, "10.0.0.1:5000"));  // idempotent
+  EXPECT_EQ(table.version(), v + 1);
+
+  std::vector<PeerInfo> verified = table.VerifiedSnapshot();
+  ASSERT_EQ(verified.size(), 1u);
+  EXPECT_EQ(verified[0].node_id, "a");
+  EXPECT_TRUE(verified[0].verified);
+  EXPECT_EQ(table.Snapshot().size(), 2u);
+
+  // A refresh or a caps change keeps it verified.
+  clock.Advance(seconds(1));
+  EXPECT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kRefreshed);
+  EXPECT_EQ(*table.Observe(Peer("a", 1, 5555), "10.0.0.1", clock.Now()), PeerChange::kUpdated);
+  EXPECT_TRUE(table.Find("a")->verified);
+
+  ASSERT_TRUE(table.MarkVerified("b", kIdentityA, "10.0.0.2:5000"));
+  verified = table.VerifiedSnapshot();
+  ASSERT_EQ(verified.size(), 2u);
+  EXPECT_EQ(verified[0].node_id, "a");  // sorted
+  EXPECT_EQ(verified[1].node_id, "b");
+}
+
+TEST(PeerTableTest, VerifiedIsResetByAddressInstanceOrFingerprintChange) {
+  FakeClock clock;
+  PeerTable table(PeerTableOptions{.expiry = milliseconds(5000)});
+  auto verify = [&](const std::string& fp, const std::string& address) {
+    ASSERT_TRUE(table.MarkVerified("a", fp, address));
+    ASSERT_TRUE(table.Find("a")->verified);
+  };
+
+  // Address: an advertised host.
+  ASSERT_TRUE(table.Observe(Peer("a"), "10.0.0.1", clock.Now()).ok());
+  verify(kIdentityA, "10.0.0.1:5000");
+  uint64_t v = table.version();
+  Announcement moved = Peer("a");
+  moved.grpc_host = "10.0.0.77";
+  EXPECT_EQ(*table.Observe(moved, "10.0.0.1", clock.Now()), PeerChange::kUpdated);
+  EXPECT_FALSE(table.Find("a")->verified);
+  EXPECT_EQ(table.Find("a")->address, "10.0.0.77:5000");
+  EXPECT_GT(table.version(), v);
+  EXPECT_TRUE(table.VerifiedSnapshot().empty());
+  // A late MarkVerified for the old address (health call in flight) fails.
+  EXPECT_FALSE(table.MarkVerified("a", kIdentityA, "10.0.0.1:5000"));
+  verify(kIdentityA, "10.0.0.77:5000");
+
+  // Address: a new port.
+  Announcement port = moved;
+  port.grpc_port = 5001;
+  EXPECT_EQ(*table.Observe(port, "10.0.0.1", clock.Now()), PeerChange::kUpdated);
+  EXPECT_FALSE(table.Find("a")->verified);
+  verify(kIdentityA, "10.0.0.77:5001");
+
+  // Instance: a restart.
+  port.instance_id = 2;
+  v = table.version();
+  EXPECT_EQ(*table.Observe(port, "10.0.0.1", clock.Now()), PeerChange::kRestarted);
+  EXPECT_FALSE(table.Find("a")->verified);
+  EXPECT_GT(table.version(), v);
+  verify(kIdentityA, "10.0.0.77:5001");
+
+  // Fingerprint: only possible through a new entry, which starts unverified.
+  clock.Advance(milliseconds(5001));
+  ASSERT_EQ(table.Expire(clock.Now()).size(), 1u);
+  Announcement other = Impostor(port);
+  EXPECT_EQ(*table.Observe(other, "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  EXPECT_FALSE(table.Find("a")->verified);
+  EXPECT_FALSE(table.MarkVerified("a", kIdentityA, "10.0.0.77:5001"));
+  verify(kIdentityB, "10.0.0.77:5001");
+}
+
+TEST(PeerTableTest, RefusesAnnouncementsNotNewerThanTheLastOfTheirInstance) {
+  FakeClock clock;
+  PeerTable table;
+  ASSERT_EQ(*table.Observe(At(Peer("a"), 1000), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  ASSERT_EQ(*table.Observe(At(Peer("a", 1, 2000), 1002), "10.0.0.1", clock.Now()),
+            PeerChange::kUpdated);
+  const uint64_t v = table.version();
+  const PeerInfo before = *table.Find("a");
+  // An older datagram (delayed, or replayed) cannot roll the caps back; nor
+  // can one with the same timestamp.
+  for (uint64_t ts : {1001, 1002, 1000, 1}) {
+    EXPECT_EQ(table.Observe(At(Peer("a", 1, 1000), ts), "10.0.0.1", clock.Now()).status().code(),
+              absl::StatusCode::kOutOfRange)
+        << ts;
+  }
+  EXPECT_EQ(*table.Find("a"), before);
+  EXPECT_EQ(table.version(), v);
+  EXPECT_EQ(*table.Observe(At(Peer("a", 1, 2000), 1003), "10.0.0.1", clock.Now()),
+            PeerChange::kRefreshed);
+  // timestamp 0 (not from the wire, e.g. a static peer) skips the check.
+  EXPECT_EQ(*table.Observe(At(Peer("a", 1, 2000), 0), "10.0.0.1", clock.Now()),
+            PeerChange::kRefreshed);
+  EXPECT_EQ(table.Observe(At(Peer("a", 1, 2000), 1003), "10.0.0.1", clock.Now()).status().code(),
+            absl::StatusCode::kOutOfRange);  // the 0 did not reset the last timestamp
+  // A new instance starts its own sequence.
+  EXPECT_EQ(*table.Observe(At(Peer("a", 2, 2000), 500), "10.0.0.1", clock.Now()),
+            PeerChange::kRestarted);
+  EXPECT_EQ(*table.Observe(At(Peer("a", 2, 2000), 501), "10.0.0.1", clock.Now()),
+            PeerChange::kRefreshed);
 }
 
 TEST(JoinHostPortTest, BracketsIpv6) {

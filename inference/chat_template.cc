@@ -1,6 +1,9 @@
 #include "inference/chat_template.h"
 
 #include <cctype>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -21,48 +24,69 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin));
 }
 
+// Collects the rendering as alternating control / content runs.
+class SegmentWriter {
+ public:
+  // Template text: markers, role names, separators.
+  SegmentWriter& Control(std::string_view text) { return Append(text, true); }
+  // A message's content, as the client sent it.
+  SegmentWriter& Content(std::string_view text) { return Append(text, false); }
+  std::vector<PromptSegment> Take() { return std::move(segments_); }
+
+ private:
+  SegmentWriter& Append(std::string_view text, bool is_control) {
+    if (text.empty()) return *this;
+    if (segments_.empty() || segments_.back().is_control != is_control) {
+      segments_.push_back(PromptSegment{std::string(), is_control});
+    }
+    segments_.back().text.append(text);
+    return *this;
+  }
+
+  std::vector<PromptSegment> segments_;
+};
+
 // llama.cpp's LLAMA_2 / LLAMA_2_SYS: the conversation opens inside a turn, BOS
 // is left to the tokenizer, a system message is wrapped in <<SYS>> only when
 // the template supports it, and the user turn ends with the assistant's cue.
-std::string RenderLlama2(const std::vector<ChatMessage>& messages, bool support_system) {
-  std::string out = "[INST] ";
+void RenderLlama2(const std::vector<ChatMessage>& messages, bool support_system,
+                  SegmentWriter& out) {
+  out.Control("[INST] ");
   bool inside_turn = true;
   for (const ChatMessage& m : messages) {
     if (!inside_turn) {
       inside_turn = true;
-      out += "[INST] ";
+      out.Control("[INST] ");
     }
     if (m.role == "system") {
       if (support_system) {
-        absl::StrAppend(&out, "<<SYS>>\n", m.content, "\n<</SYS>>\n\n");
+        out.Control("<<SYS>>\n").Content(m.content).Control("\n<</SYS>>\n\n");
       } else {
-        absl::StrAppend(&out, m.content, "\n");
+        out.Content(m.content).Control("\n");
       }
     } else if (m.role == "user") {
-      absl::StrAppend(&out, m.content, " [/INST]");
+      out.Content(m.content).Control(" [/INST]");
     } else {
-      absl::StrAppend(&out, m.content, "</s>");
+      out.Content(m.content).Control("</s>");
       inside_turn = false;
     }
   }
-  return out;
 }
 
-std::string RenderPlain(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-  std::string out;
+void RenderPlain(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                 SegmentWriter& out) {
   for (const ChatMessage& m : messages) {
     if (m.role == "system") {
-      absl::StrAppend(&out, m.content, "\n\n");
+      out.Content(m.content).Control("\n\n");
     } else if (m.role == "user") {
-      absl::StrAppend(&out, "User: ", m.content, "\n");
+      out.Control("User: ").Content(m.content).Control("\n");
     } else {
       const bool leading_space =
           !m.content.empty() && std::isspace(static_cast<unsigned char>(m.content[0]));
-      absl::StrAppend(&out, leading_space ? "Assistant:" : "Assistant: ", m.content, "\n");
+      out.Control(leading_space ? "Assistant:" : "Assistant: ").Content(m.content).Control("\n");
     }
   }
-  if (add_generation_prompt) out += "Assistant:";
-  return out;
+  if (add_generation_prompt) out.Control("Assistant:");
 }
 
 }  // namespace
@@ -95,8 +119,8 @@ std::string FormatName(ChatFormat format) {
   return "plain";
 }
 
-absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
-                                       bool add_generation_prompt) {
+absl::StatusOr<std::vector<PromptSegment>> RenderChatSegments(
+    ChatFormat format, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   if (messages.empty()) return absl::InvalidArgumentError("no messages to render");
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
@@ -105,35 +129,57 @@ absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<Chat
           absl::StrCat("messages[", i, "]: unsupported role '", role, "'"));
     }
   }
-  std::string out;
+  SegmentWriter out;
   switch (format) {
     case ChatFormat::kLlama2:
-      return RenderLlama2(messages, /*support_system=*/true);
+      RenderLlama2(messages, /*support_system=*/true, out);
+      return out.Take();
     case ChatFormat::kMistral:
-      return RenderLlama2(messages, /*support_system=*/false);
+      RenderLlama2(messages, /*support_system=*/false, out);
+      return out.Take();
     case ChatFormat::kLlama3:
       for (const ChatMessage& m : messages) {
-        absl::StrAppend(&out, "<|start_header_id|>", m.role, "<|end_header_id|>\n\n",
-                        Trim(m.content), "<|eot_id|>");
+        out.Control(absl::StrCat("<|start_header_id|>", m.role, "<|end_header_id|>\n\n"))
+            .Content(Trim(m.content))
+            .Control("<|eot_id|>");
       }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      return out;
+      if (add_generation_prompt) out.Control("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      return out.Take();
     case ChatFormat::kChatML:
       for (const ChatMessage& m : messages) {
-        absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
+        out.Control(absl::StrCat("<|im_start|>", m.role, "\n"))
+            .Content(m.content)
+            .Control("<|im_end|>\n");
       }
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
-      return out;
+      if (add_generation_prompt) out.Control("<|im_start|>assistant\n");
+      return out.Take();
     case ChatFormat::kZephyr:
       for (const ChatMessage& m : messages) {
-        absl::StrAppend(&out, "<|", m.role, "|>\n", m.content, "<|endoftext|>\n");
+        out.Control(absl::StrCat("<|", m.role, "|>\n"))
+            .Content(m.content)
+            .Control("<|endoftext|>\n");
       }
-      if (add_generation_prompt) out += "<|assistant|>\n";
-      return out;
+      if (add_generation_prompt) out.Control("<|assistant|>\n");
+      return out.Take();
     case ChatFormat::kPlain:
-      return RenderPlain(messages, add_generation_prompt);
+      RenderPlain(messages, add_generation_prompt, out);
+      return out.Take();
   }
   return absl::InternalError("unknown chat format");
+}
+
+std::string JoinSegments(const std::vector<PromptSegment>& segments) {
+  std::string out;
+  for (const PromptSegment& segment : segments) out += segment.text;
+  return out;
+}
+
+absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
+                                       bool add_generation_prompt) {
+  absl::StatusOr<std::vector<PromptSegment>> segments =
+      RenderChatSegments(format, messages, add_generation_prompt);
+  if (!segments.ok()) return segments.status();
+  return JoinSegments(*segments);
 }
 
 }  // namespace ringlm

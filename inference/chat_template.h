@@ -6,9 +6,14 @@
 //
 // BOS is never part of the rendered text: the tokenizer adds it (add_bos), as
 // llama.cpp's server does, so a prompt never starts with two BOS tokens.
-// End-of-turn markers such as "</s>", "<|eot_id|>" and "<|im_end|>" do appear
-// as text; tokenize the result with parse_special = true to turn them into
-// their control tokens.
+//
+// The template's own markers ("<|im_start|>", "[INST]", "</s>", ...) and the
+// messages' content are kept apart: RenderChatSegments marks each run as
+// control (template text) or content, and Tokenizer::EncodeSegments turns
+// special-token texts into control tokens only inside the markers. So a user
+// who types "<|im_start|>system" gets those characters as plain text, not a
+// forged turn. RenderChat gives the joined text (what llama.cpp renders);
+// tokenizing that with parse_special = true is the old, forgeable behaviour.
 #ifndef RINGLM_INFERENCE_CHAT_TEMPLATE_H_
 #define RINGLM_INFERENCE_CHAT_TEMPLATE_H_
 
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "inference/tokenizer/tokenizer.h"
 
 namespace ringlm {
 
@@ -64,6 +70,18 @@ std::string FormatName(ChatFormat format);
 // message names the index) or an empty message list.
 absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
                                        bool add_generation_prompt);
+
+// The same rendering as runs: template text with is_control = true, each
+// message's content (trimmed where the format trims it) with is_control =
+// false. Adjacent runs of one kind are merged and empty runs dropped, so the
+// segments alternate; their texts joined equal RenderChat's result. Role
+// names are part of the template text (they are checked against the three
+// known roles first). Same errors as RenderChat.
+absl::StatusOr<std::vector<PromptSegment>> RenderChatSegments(
+    ChatFormat format, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+
+// The segments' texts, concatenated.
+std::string JoinSegments(const std::vector<PromptSegment>& segments);
 
 }  // namespace ringlm
 

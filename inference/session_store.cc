@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "inference/token_digest.h"
 
 namespace ringlm {
 
@@ -48,7 +49,8 @@ absl::StatusOr<SessionStore::Lease> SessionStore::AcquireExisting(const std::str
   return LeaseLocked(id, it->second);
 }
 
-absl::Status SessionStore::Fork(const std::string& from, const std::string& to, uint32_t n) {
+absl::Status SessionStore::Fork(const std::string& from, const std::string& to, uint32_t n,
+                                std::string_view expected_digest) {
   absl::MutexLock lock(&mu_);
   auto src = sessions_.find(from);
   if (src == sessions_.end()) {
@@ -61,6 +63,12 @@ absl::Status SessionStore::Fork(const std::string& from, const std::string& to, 
     return absl::InvalidArgumentError(absl::StrCat("session '", from, "' holds ",
                                                    src->second.cache->n_positions(),
                                                    " positions, fewer than ", n));
+  }
+  // Checked before anything changes: a wrong claim leaves the store as it was.
+  const std::vector<int32_t>& tokens = src->second.cache->tokens();
+  if (TokenDigest(std::span<const int32_t>(tokens.data(), n)) != expected_digest) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the first ", n, " tokens of session '", from, "' differ from the claim"));
   }
   if (auto dst = sessions_.find(to); dst != sessions_.end()) {
     if (dst->second.busy) return absl::UnavailableError(absl::StrCat("session '", to, "' is busy"));
@@ -97,6 +105,22 @@ void SessionStore::DropAllIdle() {
     used_bytes_ -= it->second.bytes;
     it = sessions_.erase(it);
   }
+}
+
+size_t SessionStore::DropIdleWithPrefix(std::string_view prefix) {
+  absl::MutexLock lock(&mu_);
+  size_t dropped = 0;
+  for (auto it = sessions_.lower_bound(std::string(prefix));
+       it != sessions_.end() && std::string_view(it->first).substr(0, prefix.size()) == prefix;) {
+    if (it->second.busy) {
+      ++it;
+      continue;
+    }
+    used_bytes_ -= it->second.bytes;
+    it = sessions_.erase(it);
+    ++dropped;
+  }
+  return dropped;
 }
 
 void SessionStore::Release(const std::string& id) {

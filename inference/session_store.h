@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -61,11 +62,16 @@ class SessionStore {
   absl::StatusOr<Lease> AcquireExisting(const std::string& id);
   // Copies the first `n` positions of idle session `from` into a new session
   // `to` (replacing any idle `to`). NotFound / Unavailable as above;
-  // InvalidArgument when `from` holds fewer than n positions.
-  absl::Status Fork(const std::string& from, const std::string& to, uint32_t n);
+  // InvalidArgument when `from` holds fewer than n positions;
+  // FailedPrecondition when the TokenDigest of its first n tokens is not
+  // `expected_digest`. Every check runs before anything changes.
+  absl::Status Fork(const std::string& from, const std::string& to, uint32_t n,
+                    std::string_view expected_digest);
   // Removes an idle session. Returns false when absent; Unavailable if busy.
   absl::StatusOr<bool> Drop(const std::string& id);
   void DropAllIdle();
+  // Removes every idle session whose id starts with `prefix`; returns how many.
+  size_t DropIdleWithPrefix(std::string_view prefix);
 
   SessionStoreStats Stats() const;
 

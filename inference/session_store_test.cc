@@ -1,5 +1,7 @@
 #include "inference/session_store.h"
 
+#include "inference/token_digest.h"
+
 #include "gtest/gtest.h"
 
 namespace ringlm {
@@ -18,6 +20,9 @@ struct FakeClock {
 // least (2 KiB) once anything is reserved.
 KvCache Make() { return KvCache(1, 8, 1024); }
 
+// The digest of n tokens as Fill writes them.
+std::string Digest(uint32_t n) { return TokenDigest(std::vector<int32_t>(n, 3)); }
+
 void Fill(SessionStore::Lease& lease, uint32_t n) {
   ASSERT_TRUE(lease.cache().Reserve(n).ok());
   std::vector<int32_t> tokens(n, 3);
@@ -30,7 +35,7 @@ TEST(SessionStoreTest, LeasesAreExclusive) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(store.Acquire("a", Make).status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(store.Drop("a").status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(store.Fork("a", "b", 0).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(store.Fork("a", "b", 0, Digest(0)).code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(SessionStoreTest, SessionsSurviveBetweenLeases) {
@@ -83,15 +88,39 @@ TEST(SessionStoreTest, ForkCopiesAPrefixAndLeavesTheSourceAlone) {
     ASSERT_TRUE(a.ok());
     Fill(*a, 6);
   }
-  ASSERT_TRUE(store.Fork("a", "b", 4).ok());
-  EXPECT_EQ(store.Fork("a", "c", 7).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Fork("missing", "c", 0).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store.Fork("a", "b", 4, Digest(4)).ok());
+  EXPECT_EQ(store.Fork("a", "c", 7, Digest(7)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Fork("missing", "c", 0, Digest(0)).code(), absl::StatusCode::kNotFound);
   auto b = store.AcquireExisting("b");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->cache().n_positions(), 4u);
   auto a = store.AcquireExisting("a");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->cache().n_positions(), 6u);
+}
+
+TEST(SessionStoreTest, ForkWithAWrongDigestChangesNothing) {
+  SessionStore store({});
+  {
+    auto a = store.Acquire("a", Make);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 6);
+  }
+  const std::vector<int32_t> other = {3, 3, 3, 4};
+  EXPECT_EQ(store.Fork("a", "b", 4, TokenDigest(other)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.AcquireExisting("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Stats().sessions.size(), 1u);
+}
+
+TEST(SessionStoreTest, DropIdleWithPrefixDropsOnlyThatNamespace) {
+  SessionStore store({});
+  for (const char* id : {"a/1", "a/2", "ab/1", "b/1"}) ASSERT_TRUE(store.Acquire(id, Make).ok());
+  auto busy = store.Acquire("a/3", Make);
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ(store.DropIdleWithPrefix("a/"), 2u);
+  EXPECT_EQ(store.Stats().sessions.size(), 3u);  // ab/1, b/1 and the busy a/3
+  EXPECT_TRUE(store.AcquireExisting("ab/1").ok());
 }
 
 TEST(SessionStoreTest, DropAndStats) {

@@ -15,6 +15,7 @@
 #include "inference/model.h"
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
+#include "tests/grpc_test_clients.h"
 #include "tests/loopback_cluster.h"
 
 namespace ringlm {
@@ -151,10 +152,10 @@ TEST(ApiClusterTest, SixTurnConversationIsTheSameWithAndWithoutTheCache) {
   EXPECT_EQ(ra.cached, ra.prompt_tokens - 1);
 }
 
-// Drops every session a node holds, as an eviction would.
-void DropAllSessions(const std::string& address) {
-  auto stub = v1::RingNode::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+// Drops every session the head (node 0) holds on the node at `address`, as
+// an eviction would: the head's own certificate may drop its own sessions.
+void DropAllSessions(const LoopbackCluster& cluster, const std::string& address) {
+  auto stub = testing::MemberStub(cluster, 0, address);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 5s);
   v1::CacheStatsRequest req;
@@ -162,16 +163,14 @@ void DropAllSessions(const std::string& address) {
   v1::CacheStatsReply stats;
   ASSERT_TRUE(stub->CacheStats(&ctx, req, &stats).ok());
   ASSERT_GT(stats.sessions_size(), 0);
-  for (const v1::SessionStats& s : stats.sessions()) {
-    grpc::ClientContext drop_ctx;
-    drop_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-    v1::DropSessionRequest drop;
-    drop.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    drop.set_session_id(s.session_id());
-    v1::DropSessionReply reply;
-    ASSERT_TRUE(stub->DropSession(&drop_ctx, drop, &reply).ok());
-    EXPECT_TRUE(reply.dropped());
-  }
+  grpc::ClientContext drop_ctx;
+  drop_ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::DropSessionRequest drop;
+  drop.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  drop.set_all(true);
+  v1::DropSessionReply reply;
+  ASSERT_TRUE(stub->DropSession(&drop_ctx, drop, &reply).ok());
+  EXPECT_TRUE(reply.dropped());
 }
 
 TEST(ApiClusterTest, LostCachesEndInADetectedMissAndTheSameOutput) {
@@ -204,7 +203,7 @@ TEST(ApiClusterTest, LostCachesEndInADetectedMissAndTheSameOutput) {
   EXPECT_GT(turn(kTurns[3]).cached, 0);
 
   // A stage evicts the session: the same.
-  DropAllSessions(status["plan"]["stages"][2]["address"]);
+  DropAllSessions(cluster, status["plan"]["stages"][2]["address"]);
   EXPECT_EQ(turn(kTurns[4]).cached, 0) << "an evicted session must cause a miss";
   EXPECT_GT(turn(kTurns[5]).cached, 0);
 }

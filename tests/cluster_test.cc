@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
 #include "tests/daemon_harness.h"
+#include "tests/grpc_test_clients.h"
 #include "tests/loopback_cluster.h"
 
 namespace ringlm {
@@ -47,11 +48,13 @@ std::vector<int32_t> LocalGreedy(const std::string& model_file, const std::strin
   return ids.ok() ? *ids : std::vector<int32_t>{};
 }
 
-std::vector<int32_t> ClusterGreedy(const std::string& address, const std::string& prompt, int n,
+std::vector<int32_t> ClusterGreedy(const LoopbackCluster& cluster, size_t entry,
+                                   const std::string& prompt, int n,
                                    const std::string& extra = "") {
   testing::CommandResult r = testing::RunCommand(
-      absl::StrCat(testing::RinglmPath(), " generate --cluster ", address, " --prompt ",
-                   testing::ShellQuote(prompt), " --temp 0 -n ", n, " --json ", extra),
+      absl::StrCat(testing::RinglmPath(), " generate --cluster ", cluster.Address(entry),
+                   " --prompt ", testing::ShellQuote(prompt), " --temp 0 -n ", n, " --json ",
+                   cluster.SecurityArgs(), " ", extra),
       false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   json out = json::parse(r.output, nullptr, false);
@@ -95,7 +98,7 @@ TEST_P(ClusterByBroadcastTest, FormsAgreesAndMatchesOneProcess) {
     const std::vector<int32_t> local = LocalGreedy(GetParam(), prompt, 64);
     EXPECT_EQ(local, g[variant]["generated_ids"].get<std::vector<int32_t>>());
     for (size_t entry = 0; entry < cluster.size(); ++entry) {
-      EXPECT_EQ(ClusterGreedy(cluster.Address(entry), prompt, 64), local) << "via node " << entry;
+      EXPECT_EQ(ClusterGreedy(cluster, entry, prompt, 64), local) << "via node " << entry;
     }
   }
 }
@@ -114,8 +117,8 @@ TEST(ClusterTest, StaticPeersWithoutBroadcast) {
   ExpectSamePartitionEverywhere(cluster);
   const std::string prompt = "Once upon a time";
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", prompt, 64);
-  EXPECT_EQ(ClusterGreedy(cluster.Address(2), prompt, 64), local);
-  EXPECT_EQ(ClusterGreedy(cluster.Address(0), prompt, 64, "--hidden-dtype f16").size(), 64u);
+  EXPECT_EQ(ClusterGreedy(cluster, 2, prompt, 64), local);
+  EXPECT_EQ(ClusterGreedy(cluster, 0, prompt, 64, "--hidden-dtype f16").size(), 64u);
 }
 
 TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
@@ -143,7 +146,7 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
     request.set_prompt("Once upon a time");
     request.mutable_limits()->set_max_tokens(8000);
     request.mutable_limits()->set_ignore_eos(true);
-    ClusterClient client(cluster.Address(entry));
+    ClusterClient client(cluster.Address(entry), testing::ClientSecurityFor(cluster));
     result = client.Generate(request, 120s, [&](const v1::GenerateEvent& e) {
       if (e.has_token()) ++tokens;
     });
@@ -172,7 +175,7 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - reform_start)
                   .count());
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
-  EXPECT_EQ(ClusterGreedy(cluster.Address(entry), "Once upon a time", 64), local);
+  EXPECT_EQ(ClusterGreedy(cluster, entry, "Once upon a time", 64), local);
 }
 
 // Sends raw datagrams to the shared discovery port.
@@ -199,9 +202,9 @@ TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
   }
   SendUdp(cluster.discovery_port(), std::string(60000, 'x'));  // oversized
 
-  // Bad StageStep messages straight to node 0's gRPC port.
-  auto stub = v1::RingNode::NewStub(
-      grpc::CreateChannel(cluster.Address(0), grpc::InsecureChannelCredentials()));
+  // Bad StageStep messages straight to node 0's gRPC port, from a member
+  // (node 1's own certificate): well authenticated, badly formed.
+  auto stub = testing::MemberStub(cluster, 1, cluster.Address(0));
   json status = cluster.Status(0);
   v1::Plan plan;
   plan.set_model_fingerprint(status["model"]["fingerprint"].get<std::string>());
@@ -280,7 +283,7 @@ TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
   // Everyone is still up, still agrees, and still generates correctly.
   for (size_t i = 0; i < cluster.size(); ++i) EXPECT_TRUE(cluster.node(i).Running()) << i;
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(1, 3); }, 10s)) << cluster.Logs();
-  EXPECT_EQ(ClusterGreedy(cluster.Address(1), "Once upon a time", 32),
+  EXPECT_EQ(ClusterGreedy(cluster, 1, "Once upon a time", 32),
             LocalGreedy("stories260K-f32.gguf", "Once upon a time", 32));
   EXPECT_NE(cluster.node(0).Log().find("discovery: ignoring"), std::string::npos) << cluster.Logs();
 }

@@ -7,6 +7,7 @@
 //  - compose.yaml and the Dockerfile (Docker cannot run here) have the
 //    expected shape.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,6 +149,9 @@ TEST(DeployFilesTest, SystemdUnitHasTheDocumentedKeys) {
   EXPECT_TRUE(absl::StrContains(exec, "--state-dir %S/ringlm")) << exec;
   EXPECT_TRUE(absl::StrContains(exec, "$RINGLMD_ARGS")) << exec;
 
+  // The cluster key: root-only on disk, a private copy for the service.
+  EXPECT_EQ(Last(unit, "Service", "LoadCredential"), "cluster.key:/etc/ringlm/cluster.key");
+  EXPECT_EQ(Last(unit, "Service", "Environment"), "RINGLM_CLUSTER_KEY_FILE=%d/cluster.key");
   std::string env_file = Last(unit, "Service", "EnvironmentFile");
   EXPECT_EQ(absl::StripPrefix(env_file, "-"), "/etc/ringlm/ringlmd.env");
   EXPECT_EQ(Last(unit, "Service", "Restart"), "on-failure");
@@ -256,6 +260,11 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
   EXPECT_TRUE(absl::StrContains(up.output, absl::StrCat("status --node 127.0.0.1:", base + 1)))
       << up.output;
   EXPECT_TRUE(absl::StrContains(up.output, "3 stage(s)")) << up.output;
+  // It made a cluster key, private to its owner, and every node uses it.
+  struct stat key_stat {};
+  ASSERT_EQ(stat((run_dir_ + "/cluster.key").c_str(), &key_stat), 0) << up.output;
+  EXPECT_EQ(key_stat.st_mode & 0777, 0600u);
+  EXPECT_TRUE(absl::StrContains(up.output, "security: mutual TLS")) << up.output;
 
   std::vector<pid_t> pids;
   for (int k = 1; k <= 3; ++k) {

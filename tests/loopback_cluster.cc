@@ -6,11 +6,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "security/cluster_key.h"
 
 namespace ringlm::testing {
 
 LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options)) {
   dir_ = MakeTempDir("ringlm-cluster");
+  if (options_.secure) {
+    key_file_ = dir_ + "/cluster.key";
+    absl::StatusOr<ClusterKey> key = ClusterKey::Generate();
+    if (!key.ok() || !key->WriteFile(key_file_, false).ok()) key_file_ = dir_ + "/no-key";
+  }
   discovery_port_ = FreeUdpPort();
   if (options_.api) api_port_ = FreeTcpPort();
   for (size_t i = 0; i < options_.memory_mb.size(); ++i) {
@@ -28,10 +34,15 @@ void LoopbackCluster::StartNode(size_t i) {
                                    "--grpc-port", std::to_string(ports_[i]),
                                    "--discovery-port", std::to_string(discovery_port_),
                                    "--memory-mb", std::to_string(options_.memory_mb[i]),
-                                   "--state-dir", absl::StrCat(dir_, "/state", i),
+                                   "--state-dir", StateDir(i),
                                    "--threads", "1",
                                    "--metrics-port", std::to_string(metrics_ports_[i]),
                                    "--loopback-only"};
+  if (options_.secure) {
+    argv.insert(argv.end(), {"--cluster-key", key_file_});
+  } else {
+    argv.push_back("--insecure");
+  }
   if (!options_.broadcast) {
     std::vector<std::string> peers;
     for (size_t j = 0; j < ports_.size(); ++j) {
@@ -57,13 +68,21 @@ void LoopbackCluster::KillNode(size_t i) {
   nodes_[i]->Wait(std::chrono::seconds(5));
 }
 
+std::string LoopbackCluster::SecurityArgs() const {
+  return options_.secure ? absl::StrCat("--cluster-key ", ShellQuote(key_file_)) : "--insecure";
+}
+
+std::string LoopbackCluster::StateDir(size_t i) const { return absl::StrCat(dir_, "/state", i); }
+
 std::string LoopbackCluster::Address(size_t i) const {
   return absl::StrCat("127.0.0.1:", ports_[i]);
 }
 
 nlohmann::json LoopbackCluster::Status(size_t i) const {
   CommandResult r = RunCommand(
-      absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " 2>/dev/null"), false);
+      absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ", SecurityArgs(),
+                   " 2>/dev/null"),
+      false);
   if (r.exit_code != 0) return nullptr;
   return nlohmann::json::parse(r.output, nullptr, false);
 }

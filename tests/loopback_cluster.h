@@ -24,6 +24,8 @@ class LoopbackCluster {
     bool api = false;       // node 0 serves the HTTP API on api_port()
     std::vector<std::string> extra_args;       // for every node
     std::vector<std::string> head_extra_args;  // for node 0 only
+    // With a cluster key (written to key_file()); false runs --insecure.
+    bool secure = true;
   };
 
   explicit LoopbackCluster(Options options);
@@ -39,6 +41,13 @@ class LoopbackCluster {
   ChildProcess& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
   uint16_t discovery_port() const { return discovery_port_; }
+  // The cluster key every node runs with; empty with secure = false.
+  const std::string& key_file() const { return key_file_; }
+  // "--cluster-key FILE" or "--insecure", for `ringlm` command lines.
+  std::string SecurityArgs() const;
+  const std::string& dir() const { return dir_; }
+  // Node i's state directory (its node id and TLS key).
+  std::string StateDir(size_t i) const;
 
   // `ringlm status --json` against node i; null when it fails.
   nlohmann::json Status(size_t i) const;
@@ -51,6 +60,7 @@ class LoopbackCluster {
  private:
   Options options_;
   std::string dir_;
+  std::string key_file_;
   uint16_t discovery_port_ = 0;
   uint16_t api_port_ = 0;
   std::vector<uint16_t> ports_;

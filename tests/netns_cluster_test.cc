@@ -121,7 +121,7 @@ class NetnsCluster {
   json Status(int k) const {
     testing::CommandResult r = RunCommand(
         absl::StrCat("ip netns exec ", HostNamespace(k), " ", ShellQuote(testing::RinglmPath()),
-                     " status --json --node ", HostAddress(k), " 2>/dev/null"),
+                     " status --json --node ", HostAddress(k), " ", KeyArgs(), " 2>/dev/null"),
         false);
     if (r.exit_code != 0) return nullptr;
     return json::parse(r.output, nullptr, false);
@@ -144,6 +144,10 @@ class NetnsCluster {
   }
 
   const std::string& run_dir() const { return run_dir_; }
+  // The script makes the cluster key in its run directory.
+  std::string KeyArgs() const {
+    return absl::StrCat("--cluster-key ", ShellQuote(run_dir_ + "/cluster.key"));
+  }
 
  private:
   std::string Env() const {
@@ -223,7 +227,8 @@ void CheckCluster(NetnsCluster& cluster) {
   for (int k = 1; k <= kHosts; ++k) {
     testing::CommandResult r = RunCommand(
         absl::StrCat("ip netns exec ", HostNamespace(k), " ", ShellQuote(testing::RinglmPath()),
-                     " generate --cluster ", HostAddress(k), " --prompt ", ShellQuote(prompt),
+                     " generate --cluster ", HostAddress(k), " ", cluster.KeyArgs(),
+                     " --prompt ", ShellQuote(prompt),
                      " --temp 0 -n 64 --json"),
         false);
     EXPECT_EQ(r.exit_code, 0) << "via host " << k << ": " << r.output;

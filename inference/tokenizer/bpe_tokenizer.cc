@@ -54,13 +54,14 @@ BpeTokenizer::BpeTokenizer(std::unique_ptr<const VocabIndex> index, PreTokenizer
                            absl::flat_hash_map<std::string, int32_t> ranks)
     : Tokenizer(std::move(index), config.clean_spaces), config_(config), ranks_(std::move(ranks)) {}
 
-std::vector<int32_t> BpeTokenizer::Encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::EncodeFragments(std::string_view text,
+                                                   std::span<const Fragment> fragments,
+                                                   bool add_special) const {
   const Vocabulary& vocab = index().vocab();
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
-  for (const Fragment& fragment : PartitionSpecialTokens(text, index(), parse_special)) {
+  for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {
       out.push_back(fragment.token);
     } else {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +28,12 @@ class BpeTokenizer final : public Tokenizer {
   // Validates `vocab` (model "gpt2") and its merges and pre-tokenizer.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(Vocabulary vocab);
 
-  std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                              bool parse_special) const override;
   std::string TokenToPiece(int32_t id) const override;
 
  private:
+  std::vector<int32_t> EncodeFragments(std::string_view text, std::span<const Fragment> fragments,
+                                       bool add_special) const override;
+
   BpeTokenizer(std::unique_ptr<const VocabIndex> index, PreTokenizerConfig config,
                absl::flat_hash_map<std::string, int32_t> ranks);
 

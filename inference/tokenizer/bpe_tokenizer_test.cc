@@ -97,6 +97,27 @@ TEST(BpeTokenizerTest, SpecialTokensAndBos) {
               ElementsAre(b.Id(" the"), b.Id("<tool>"), b.Id(" the")));
 }
 
+TEST(BpeTokenizerTest, SegmentsKeepContentSpecialsAsText) {
+  BpeVocabBuilder b = SmallBpeVocab("llama3");
+  auto t = Build(b.vocab());
+  const int32_t eot = b.Id("<|eot_id|>");
+  const std::vector<PromptSegment> segments = {
+      {"<|begin_of_text|>", true}, {"he<|eot_id|><tool> the", false}, {"<|eot_id|>", true}};
+  const std::vector<int32_t> ids = t->EncodeSegments(segments, false);
+  // Only the marker at the end is the control token; the user-defined <tool>
+  // matches in content as it does without parse_special.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), eot), 1);
+  EXPECT_EQ(ids.back(), eot);
+  EXPECT_EQ(ids.front(), b.Id("<|begin_of_text|>"));
+  std::vector<int32_t> expected = {b.Id("<|begin_of_text|>")};
+  for (int32_t id : t->Encode("he<|eot_id|><tool> the", false, false)) expected.push_back(id);
+  expected.push_back(eot);
+  EXPECT_EQ(ids, expected);
+  // No specials in content: the same ids as the joined text.
+  const std::vector<PromptSegment> clean = {{"<|begin_of_text|>", true}, {"he the", false}};
+  EXPECT_EQ(t->EncodeSegments(clean, false), t->Encode("<|begin_of_text|>he the", false, true));
+}
+
 TEST(BpeTokenizerTest, EndOfGeneration) {
   BpeVocabBuilder b = SmallBpeVocab("llama3");
   b.Add("<|stop|>", TokenType::kControl);

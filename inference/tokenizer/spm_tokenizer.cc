@@ -40,8 +40,9 @@ std::string EscapeWhitespace(std::string_view text) {
 
 SpmTokenizer::SpmTokenizer(std::unique_ptr<const VocabIndex> index) : Tokenizer(std::move(index)) {}
 
-std::vector<int32_t> SpmTokenizer::Encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<int32_t> SpmTokenizer::EncodeFragments(std::string_view text,
+                                                   std::span<const Fragment> fragments,
+                                                   bool add_special) const {
   const Vocabulary& vocab = index().vocab();
   std::vector<int32_t> out;
   out.reserve(text.size() / 2 + 2);
@@ -51,7 +52,7 @@ std::vector<int32_t> SpmTokenizer::Encode(std::string_view text, bool add_specia
   bool previous_is_special = true;
   if (add_special && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
 
-  for (const Fragment& fragment : PartitionSpecialTokens(text, index(), parse_special)) {
+  for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {
       out.push_back(fragment.token);
       previous_is_special = true;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,11 @@ class SpmTokenizer final : public Tokenizer {
  public:
   explicit SpmTokenizer(std::unique_ptr<const VocabIndex> index);
 
-  std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                              bool parse_special) const override;
   std::string TokenToPiece(int32_t id) const override;
 
  private:
+  std::vector<int32_t> EncodeFragments(std::string_view text, std::span<const Fragment> fragments,
+                                       bool add_special) const override;
   // Appends the tokens of one escaped raw-text fragment (spaces already U+2581).
   void EncodeFragment(std::string_view text, std::vector<int32_t>& out) const;
 };

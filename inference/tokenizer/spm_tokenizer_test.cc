@@ -1,6 +1,7 @@
 // The "llama" (SPM) tokenizer on tiny hand-built vocabularies, where every
 // expected id sequence can be checked by hand, plus Create()'s validation.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -193,6 +194,36 @@ TEST(SpmTokenizerTest, SpecialTokenPartition) {
   // Without parse_special, control texts are plain characters.
   EXPECT_THAT(t->Encode("a<s>b", true, false),
               ElementsAre(1, spa, b.Id("<"), b.Id("s"), b.Id(">"), bb));
+}
+
+TEST(SpmTokenizerTest, SegmentsParseSpecialsOnlyInControlText) {
+  VocabBuilder b = Base();
+  b.Add(kSp).Add("a").Add("b").Add("<").Add("s").Add(">").Add("/").Add(std::string(kSp) + "a",
+                                                                       -1.0f);
+  auto t = b.Build();
+  const int32_t sp = b.Id(kSp), spa = b.Id(std::string(kSp) + "a"), bb = b.Id("b");
+  // Control text only: the same ids as Encode with parse_special.
+  const std::vector<PromptSegment> control = {{"a<s>b", true}};
+  EXPECT_EQ(t->EncodeSegments(control, true), t->Encode("a<s>b", true, true));
+  // A control token's text inside content stays plain characters, and the
+  // space prefix rule still sees one raw fragment across the segments.
+  const std::vector<PromptSegment> mixed = {{"a", true}, {"<s>", false}, {"b</s>", true}};
+  EXPECT_THAT(t->EncodeSegments(mixed, false),
+              ElementsAre(spa, b.Id("<"), b.Id("s"), b.Id(">"), bb, 2));
+  // Text that only straddles a content boundary is not a marker either.
+  const std::vector<PromptSegment> straddle = {{"a<", true}, {"s", false}, {">b", true}};
+  EXPECT_THAT(t->EncodeSegments(straddle, false),
+              ElementsAre(spa, b.Id("<"), b.Id("s"), b.Id(">"), bb));
+  // Without specials in content, segments tokenize like the joined text.
+  const std::vector<PromptSegment> plain = {{"<s>", true}, {"a b", false}, {"</s>", true}};
+  EXPECT_EQ(t->EncodeSegments(plain, true), t->Encode("<s>a b</s>", true, true));
+  EXPECT_THAT(t->EncodeSegments(plain, false), ElementsAre(1, spa, sp, bb, 2));
+  // A rejected occurrence does not hide a later one in control text.
+  const std::vector<PromptSegment> later = {{"</s>", false}, {"</s>", true}};
+  const std::vector<int32_t> later_ids = t->EncodeSegments(later, false);
+  EXPECT_EQ(later_ids.back(), 2);
+  EXPECT_EQ(std::count(later_ids.begin(), later_ids.end(), 2), 1);
+  EXPECT_THAT(t->EncodeSegments({}, true), ElementsAre(1));
 }
 
 TEST(SpmTokenizerTest, UserDefinedTokensLongestFirstEvenWithoutParseSpecial) {

@@ -86,6 +86,37 @@ Tokenizer::Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index
 
 Tokenizer::~Tokenizer() = default;
 
+std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
+  return EncodeFragments(
+      text, tokenizer_internal::PartitionSpecialTokens(text, *index_, parse_special), add_special);
+}
+
+std::vector<int32_t> Tokenizer::EncodeSegments(std::span<const PromptSegment> segments,
+                                               bool add_special) const {
+  std::string joined;
+  size_t size = 0;
+  for (const PromptSegment& segment : segments) size += segment.text.size();
+  joined.reserve(size);
+  // Content spans, adjacent ones merged, so the ranges stay sorted and disjoint.
+  std::vector<tokenizer_internal::TextRange> plain;
+  for (const PromptSegment& segment : segments) {
+    if (segment.text.empty()) continue;
+    const size_t begin = joined.size();
+    joined += segment.text;
+    if (segment.is_control) continue;
+    if (!plain.empty() && plain.back().end == begin) {
+      plain.back().end = joined.size();
+    } else {
+      plain.push_back({begin, joined.size()});
+    }
+  }
+  return EncodeFragments(
+      joined,
+      tokenizer_internal::PartitionSpecialTokens(joined, *index_, /*parse_special=*/true, plain),
+      add_special);
+}
+
 std::string Tokenizer::Decode(std::span<const int32_t> ids) const {
   std::string out;
   bool strip_leading_space = index_->vocab().add_space_prefix;

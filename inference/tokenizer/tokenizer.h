@@ -71,7 +71,19 @@ struct Vocabulary {
 
 namespace tokenizer_internal {
 class VocabIndex;
+struct Fragment;
 }  // namespace tokenizer_internal
+
+// One run of a prompt for Tokenizer::EncodeSegments.
+struct PromptSegment {
+  std::string text;
+  // True for text the server wrote itself (a chat template's role and turn
+  // markers): special-token texts inside become their control tokens. False
+  // for text a client sent (message content): they stay plain text.
+  bool is_control = false;
+
+  bool operator==(const PromptSegment&) const = default;
+};
 
 // Converts between text and token ids for one vocabulary.
 //
@@ -102,8 +114,19 @@ class Tokenizer {
   // add_special: prepend BOS / append EOS as the vocabulary's add_bos/add_eos say.
   // parse_special: texts of control and unknown tokens inside `text` (e.g. "<s>")
   // become those tokens. User-defined tokens are always matched, as in llama.cpp.
-  virtual std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                                      bool parse_special) const = 0;
+  std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // Tokenizes the concatenation of `segments` as Encode(joined, add_special,
+  // /*parse_special=*/true) does, except that a control or unknown token's
+  // text becomes that token only where it lies wholly inside control segments
+  // (is_control); text that overlaps a content segment by even one byte stays
+  // plain text (as Encode with parse_special=false would tokenize it).
+  // User-defined tokens are matched everywhere, as in Encode. Segments are
+  // joined before tokenizing, so when no content holds special-token text
+  // the ids equal Encode(joined, add_special, true): splitting a prompt into
+  // segments never changes how ordinary text is tokenized.
+  std::vector<int32_t> EncodeSegments(std::span<const PromptSegment> segments,
+                                      bool add_special) const;
 
   // The bytes token `id` contributes to output, like llama_token_to_piece with
   // special=false: control and unknown tokens give "", user-defined tokens
@@ -144,6 +167,11 @@ class Tokenizer {
   explicit Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index,
                      bool clean_spaces = false);
   const tokenizer_internal::VocabIndex& index() const { return *index_; }
+  // The tokens of `text` already split by PartitionSpecialTokens (raw
+  // fragments are views into `text`), with BOS/EOS when add_special.
+  virtual std::vector<int32_t> EncodeFragments(
+      std::string_view text, std::span<const tokenizer_internal::Fragment> fragments,
+      bool add_special) const = 0;
 
  private:
   std::unique_ptr<const tokenizer_internal::VocabIndex> index_;

@@ -173,29 +173,52 @@ int32_t VocabIndex::Find(std::string_view text) const {
   return it == piece_to_id_.end() ? -1 : it->second;
 }
 
+namespace {
+
+// Whether [begin, end) overlaps one of `ranges` (sorted and disjoint).
+bool Overlaps(std::span<const TextRange> ranges, size_t begin, size_t end) {
+  // The first range that ends after `begin`; it overlaps if it starts before `end`.
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                             [](size_t pos, const TextRange& r) { return pos < r.end; });
+  return it != ranges.end() && it->begin < end;
+}
+
+}  // namespace
+
 std::vector<Fragment> PartitionSpecialTokens(std::string_view text, const VocabIndex& index,
-                                             bool parse_special) {
+                                             bool parse_special,
+                                             std::span<const TextRange> plain_ranges) {
   std::list<Fragment> fragments;
   if (text.empty()) return {};
   fragments.push_back(Fragment{.token = -1, .text = text});
   for (const int32_t id : index.special_tokens()) {
     const TokenType type = index.type(id);
-    if (!parse_special && (type == TokenType::kControl || type == TokenType::kUnknown)) {
+    const bool control = type == TokenType::kControl || type == TokenType::kUnknown;
+    if (!parse_special && control) {
       continue;  // user-defined tokens are matched even without parse_special
     }
+    const bool check_ranges = control && !plain_ranges.empty();
     const std::string_view special = index.text(id);
     for (auto it = fragments.begin(); it != fragments.end(); ++it) {
       if (it->token >= 0) continue;
       // Split this raw fragment at every occurrence, left to right.
       std::string_view rest = it->text;
-      size_t match = rest.find(special);
-      if (match == std::string_view::npos) continue;
-      while (match != std::string_view::npos) {
+      bool split = false;
+      size_t from = 0;
+      for (size_t match = rest.find(special); match != std::string_view::npos;
+           match = rest.find(special, from)) {
+        const size_t begin = static_cast<size_t>(rest.data() - text.data()) + match;
+        if (check_ranges && Overlaps(plain_ranges, begin, begin + special.size())) {
+          from = match + 1;  // plain text here; look further on
+          continue;
+        }
         if (match > 0) fragments.insert(it, Fragment{.token = -1, .text = rest.substr(0, match)});
         fragments.insert(it, Fragment{.token = id, .text = {}});
         rest.remove_prefix(match + special.size());
-        match = rest.find(special);
+        from = 0;
+        split = true;
       }
+      if (!split) continue;
       if (rest.empty()) {
         it = std::prev(fragments.erase(it));
       } else {

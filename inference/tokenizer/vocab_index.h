@@ -68,13 +68,28 @@ struct Fragment {
   std::string_view text;  // raw text when token < 0; never empty then
 };
 
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+};
+
 // Splits `text` at occurrences of special-token texts, like llama.cpp's
 // tokenizer_st_partition: tokens in special_tokens() order, each splitting
 // every remaining raw fragment at all its non-overlapping left-to-right
 // occurrences. Control and unknown tokens are skipped unless parse_special.
 // Returns no fragments for empty text.
+//
+// `plain_ranges` (sorted, disjoint, within `text`) are spans where control
+// and unknown tokens are never matched, as if parse_special were false there:
+// an occurrence that overlaps one by a single byte stays raw text, and the
+// search goes on from the next byte. User-defined tokens are matched
+// everywhere (as llama.cpp does without parse_special). Cost: O(number of
+// special tokens x text size), as before; each rejected occurrence adds a
+// binary search over the ranges.
 std::vector<Fragment> PartitionSpecialTokens(std::string_view text, const VocabIndex& index,
-                                             bool parse_special);
+                                             bool parse_special,
+                                             std::span<const TextRange> plain_ranges = {});
 
 }  // namespace ringlm::tokenizer_internal
 

@@ -1,0 +1,209 @@
+// The stage runtime's rules, against a fake transport and the bundled model:
+// who may send a step, cancel or drop; that sessions are namespaced by
+// origin; that a wrong prefix claim changes nothing; and the queue bounds.
+#include "daemon/stage_runtime.h"
+
+#include <set>
+#include <thread>
+
+#include "daemon/proto_convert.h"
+#include "gtest/gtest.h"
+#include "inference/token_digest.h"
+
+namespace ringlm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records what the runtime sends; never calls back into it.
+class FakeTransport : public Transport {
+ public:
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    steps_.push_back({to, r});
+    return absl::OkStatus();
+  }
+  absl::Status DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& r,
+                            v1::DeliverTokenReply*) override {
+    absl::MutexLock lock(&mu_);
+    deliveries_.push_back({origin, r});
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status DropSession(const std::string&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  // Waits until `n` deliveries arrived; returns the n-th.
+  v1::DeliverTokenRequest WaitDelivery(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return deliveries_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30)));
+    return deliveries_.size() >= n ? deliveries_[n - 1].second : v1::DeliverTokenRequest{};
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, v1::DeliverTokenRequest>> deliveries_ ABSL_GUARDED_BY(mu_);
+};
+
+class StageRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Model>> m =
+        Model::Load(std::string(RINGLM_SHARED_DIR) + "/models/stories260K-f32.gguf", {});
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = *std::move(m);
+    Start(StageOptions{});
+  }
+
+  void Start(StageOptions options) {
+    runtime_.reset();
+    runtime_ = std::make_unique<StageRuntime>(
+        *model_, &pool_, &transport_, "b",
+        [this](const std::string& id) { return members_.count(id) > 0; }, options);
+    ASSERT_TRUE(runtime_->SetRange(LayerRange{0, model_->config().n_layer}).ok());
+  }
+
+  // A one-stage plan on node "b": its previous stage is itself.
+  v1::StageStepRequest Step(const std::string& origin, const std::string& request,
+                            const std::string& session, std::vector<int32_t> tokens) {
+    v1::StageStepRequest r;
+    r.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    r.set_request_id(request);
+    r.set_session_id(session);
+    r.set_origin(origin);
+    v1::Plan* plan = r.mutable_plan();
+    plan->set_model_fingerprint(model_->fingerprint());
+    plan->set_n_layers(model_->config().n_layer);
+    v1::PlanStage* s = plan->add_stages();
+    s->set_node_id("b");
+    s->set_first_layer(0);
+    s->set_last_layer(model_->config().n_layer);
+    r.mutable_tokens()->Add(tokens.begin(), tokens.end());
+    r.mutable_limits()->set_max_tokens(4);
+    r.set_sample(true);
+    return r;
+  }
+
+  static Caller Node(const std::string& id) { return Caller{Caller::Role::kNode, id, true}; }
+
+  uint64_t TotalPositions() {
+    uint64_t n = 0;
+    for (const SessionInfo& s : runtime_->sessions().Stats().sessions) n += s.n_positions;
+    return n;
+  }
+
+  std::unique_ptr<Model> model_;
+  ThreadPool pool_{1};
+  FakeTransport transport_;
+  std::set<std::string> members_ = {"b", "o", "c"};
+  std::unique_ptr<StageRuntime> runtime_;
+  const std::vector<int32_t> prompt_ = {1, 403, 407, 261, 378, 425, 300, 270};
+};
+
+TEST_F(StageRuntimeTest, TakesStepsOnlyFromTheOriginOrThePreviousStage) {
+  EXPECT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  EXPECT_TRUE(runtime_->Enqueue(Step("o", "r2", "s2", prompt_), Node("b")).ok());  // previous
+  absl::Status s = runtime_->Enqueue(Step("o", "r3", "s3", prompt_), Node("c"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  s = runtime_->Enqueue(Step("o", "r4", "s4", prompt_),
+                        Caller{Caller::Role::kClient, "client-1", true});
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+}
+
+TEST_F(StageRuntimeTest, RefusesPlansAndOriginsThatAreNotMembers) {
+  v1::StageStepRequest r = Step("x", "r1", "s1", prompt_);
+  EXPECT_EQ(runtime_->Enqueue(r, Node("x")).code(), absl::StatusCode::kPermissionDenied);
+  r = Step("o", "r2", "s2", prompt_);
+  r.mutable_plan()->mutable_stages(0)->set_node_id("b");
+  r.mutable_plan()->mutable_stages(0)->set_last_layer(2);
+  v1::PlanStage* rogue = r.mutable_plan()->add_stages();
+  rogue->set_node_id("rogue");
+  rogue->set_first_layer(2);
+  rogue->set_last_layer(model_->config().n_layer);
+  EXPECT_EQ(runtime_->Enqueue(r, Node("o")).code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(StageRuntimeTest, ARequestIdBelongsToItsFirstOrigin) {
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  EXPECT_EQ(runtime_->Enqueue(Step("c", "r1", "s1", prompt_), Node("c")).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(runtime_->Cancel("r1", Node("c")).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(runtime_->Cancel("r1", Node("o")).ok());
+  // A cancel that comes first claims the id for the canceller.
+  EXPECT_TRUE(runtime_->Cancel("r9", Node("c")).ok());
+  EXPECT_EQ(runtime_->Enqueue(Step("o", "r9", "s9", prompt_), Node("o")).code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  transport_.WaitDelivery(1);
+  EXPECT_EQ(TotalPositions(), prompt_.size());
+  // Another origin can neither drop nor reuse "s1".
+  EXPECT_EQ(*runtime_->DropSession("s1", Node("c")), false);
+  v1::StageStepRequest claim = Step("c", "r2", "s1", {5});
+  claim.set_position(prompt_.size());
+  claim.set_reuse_len(prompt_.size());
+  claim.set_reuse_digest(TokenDigest(prompt_));
+  ASSERT_TRUE(runtime_->Enqueue(claim, Node("c")).ok());
+  EXPECT_TRUE(transport_.WaitDelivery(2).cache_miss());
+  EXPECT_EQ(TotalPositions(), prompt_.size());
+  EXPECT_EQ(*runtime_->DropSession("s1", Node("o")), true);
+  EXPECT_EQ(TotalPositions(), 0u);
+}
+
+TEST_F(StageRuntimeTest, AWrongPrefixClaimChangesNothingAndRevealsNothing) {
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  transport_.WaitDelivery(1);
+  const size_t sessions = runtime_->sessions().Stats().sessions.size();
+  // Claims of every length with a wrong digest, forking from s1 and in place.
+  size_t n = 1;
+  for (uint32_t len = 1; len <= prompt_.size(); ++len) {
+    for (const std::string fork_from : {"s1", ""}) {
+      v1::StageStepRequest claim = Step("o", "probe-" + std::to_string(n), "s-probe", {5});
+      if (fork_from.empty()) claim.set_session_id("s1");
+      claim.set_position(len);
+      claim.set_reuse_len(len);
+      claim.set_fork_from(fork_from);
+      std::vector<int32_t> guess(prompt_.begin(), prompt_.begin() + len);
+      guess.back() += 1;
+      claim.set_reuse_digest(TokenDigest(guess));
+      ASSERT_TRUE(runtime_->Enqueue(claim, Node("o")).ok());
+      const v1::DeliverTokenRequest d = transport_.WaitDelivery(++n);
+      EXPECT_TRUE(d.cache_miss());
+      EXPECT_EQ(d.error(), "stage 0 (node b): prefix cache miss");
+      EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), sessions);
+      EXPECT_EQ(TotalPositions(), prompt_.size());
+    }
+  }
+  // The right claim forks, as a positive control.
+  v1::StageStepRequest claim = Step("o", "fork-ok", "s2", {5});
+  claim.set_position(4);
+  claim.set_reuse_len(4);
+  claim.set_fork_from("s1");
+  claim.set_reuse_digest(TokenDigest(std::vector<int32_t>(prompt_.begin(), prompt_.begin() + 4)));
+  ASSERT_TRUE(runtime_->Enqueue(claim, Node("o")).ok());
+  EXPECT_FALSE(transport_.WaitDelivery(++n).cache_miss());
+  EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), sessions + 1);
+}
+
+TEST_F(StageRuntimeTest, TheQueueIsBoundedInBytes) {
+  StageOptions options;
+  options.max_queued_bytes = 64;  // less than any step
+  Start(options);
+  EXPECT_EQ(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(StageRuntimeTest, StepsLongerThanAChunkAreRefused) {
+  StageOptions options;
+  options.max_step_tokens = 4;
+  Start(options);
+  absl::Status s = runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+}  // namespace
+}  // namespace ringlm
