@@ -215,8 +215,10 @@ class ConnectionStream final : public httplib::Stream {
         stopping_(std::move(stopping)) {}
 
   // Waits until the buffer holds a whole header block (through "\r\n\r\n"),
-  // at most `max_bytes` long, by `deadline`. kIdle: nothing arrived at all.
-  Wait WaitForHeaderBlock(Clock::time_point deadline, size_t max_bytes, size_t& block_bytes) {
+  // at most `max_bytes` long, by `deadline`; gives up at `idle_deadline`
+  // (<= deadline) if not one byte has come by then (kIdle).
+  Wait WaitForHeaderBlock(Clock::time_point deadline, Clock::time_point idle_deadline,
+                          size_t max_bytes, size_t& block_bytes) {
     buf_.erase(0, pos_);  // what earlier requests consumed
     pos_ = 0;
     size_t scan = 0;
@@ -229,7 +231,7 @@ class ConnectionStream final : public httplib::Stream {
       if (buf_.size() >= max_bytes) return Wait::kTooLarge;
       scan = buf_.size() >= 3 ? buf_.size() - 3 : 0;
       if (stopping_()) return Wait::kStopped;
-      const std::chrono::milliseconds left = Until(deadline);
+      const std::chrono::milliseconds left = Until(buf_.empty() ? idle_deadline : deadline);
       if (left.count() == 0) return buf_.empty() ? Wait::kIdle : Wait::kPartial;
       const int ready = PollFd(fd_, POLLIN, std::min(left, kPollSlice));
       if (ready < 0) return Wait::kClosed;
@@ -457,9 +459,16 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
   std::chrono::milliseconds linger{0};
   std::string refusal;
   for (size_t served = 0; served < keep_alive_max_count_; ++served) {
+    // A kept-alive connection may idle for keep_alive_timeout (httplib's 5 s)
+    // before the next request starts; the head then has header_timeout.
     size_t block_bytes = 0;
-    const ConnectionStream::Wait wait = stream.WaitForHeaderBlock(
-        Clock::now() + limits_.header_timeout, limits_.max_header_bytes, block_bytes);
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point deadline = now + limits_.header_timeout;
+    const Clock::time_point idle_deadline =
+        served == 0 ? deadline
+                    : std::min(deadline, now + std::chrono::seconds(keep_alive_timeout_sec_));
+    const ConnectionStream::Wait wait =
+        stream.WaitForHeaderBlock(deadline, idle_deadline, limits_.max_header_bytes, block_bytes);
     if (wait == ConnectionStream::Wait::kPartial) {
       refusal = ErrorResponse(408, absl::DeadlineExceededError(
                                        absl::StrCat("The request headers did not arrive within ",

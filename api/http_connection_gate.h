@@ -15,8 +15,9 @@
 // Per connection, before each request (also each further keep-alive
 // request), the whole header block ("\r\n\r\n") must arrive within
 // header_timeout and max_header_bytes, else the connection is closed (408 or
-// 431 when something partial came). The head is then checked before any body
-// byte is read: Content-Length over max_body_bytes -> 413, a Content-Encoding
+// 431 when something partial came); an idle kept-alive connection is closed
+// after httplib's keep-alive timeout (5 s) if no next request begins. The head is then checked
+// before any body byte is read: Content-Length over max_body_bytes -> 413, a Content-Encoding
 // -> 415, and past max_body_bytes_in_flight -> 503. Only then does httplib's
 // process_request parse and route it, over a
 // Stream that bounds the body's bytes and time (body_timeout) and polls with

@@ -14,10 +14,11 @@
 // log sessions) plus evictions.
 #include "api/prefix_cache.h"
 
+#include "security/crypto.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <random>
 #include <unordered_map>
 #include <utility>
 
@@ -56,7 +57,7 @@ size_t CommonPrefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 
 struct PrefixCache::Impl {
   Impl(PrefixCacheOptions opts, std::function<void(const std::string&)> evict)
-      : options(opts), on_evict(std::move(evict)), rng(std::random_device{}()) {}
+      : options(opts), on_evict(std::move(evict)) {}
 
   const PrefixCacheOptions options;
   const std::function<void(const std::string&)> on_evict;
@@ -69,14 +70,12 @@ struct PrefixCache::Impl {
   std::map<uint64_t, Session*> idle_lru ABSL_GUARDED_BY(mu);
   uint64_t total_tokens ABSL_GUARDED_BY(mu) = 0;
   uint64_t tick ABSL_GUARDED_BY(mu) = 0;
-  std::mt19937_64 rng ABSL_GUARDED_BY(mu);
-
-  // "s-" + 16 random hex digits, unused by any tracked session.
+  // "s-" + 128 bits from the CSPRNG (a session id is a capability on every
+  // stage), unused by any tracked session.
   std::string NewId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     for (;;) {
-      char buf[24];
-      std::snprintf(buf, sizeof(buf), "s-%016llx", static_cast<unsigned long long>(rng()));
-      if (!sessions.contains(buf)) return buf;
+      std::string id = RandomId("s-");
+      if (!sessions.contains(id)) return id;
     }
   }
 

@@ -15,6 +15,12 @@ void ArgParser::AddOption(const std::string& name, const std::string& value_name
   options_[name] = Option{value_name.empty() ? "VALUE" : value_name, help, default_value};
 }
 
+void ArgParser::AddRepeatedOption(const std::string& name, const std::string& value_name,
+                                  const std::string& help) {
+  order_.push_back(name);
+  options_[name] = Option{value_name.empty() ? "VALUE" : value_name, help, "", true};
+}
+
 void ArgParser::AddFlag(const std::string& name, const std::string& help) {
   order_.push_back(name);
   options_[name] = Option{"", help, ""};
@@ -66,6 +72,7 @@ absl::Status ArgParser::Parse(const std::vector<std::string>& args) {
       value = args[++i];
     }
     values_[name] = *value;
+    if (it->second.repeated) repeated_values_[name].push_back(*value);
   }
   if (positional_values_.size() < positionals_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -96,6 +103,7 @@ std::string ArgParser::HelpText() const {
     if (!o.value_name.empty()) absl::StrAppend(&left, " ", o.value_name);
     std::string help = o.help;
     if (!o.default_value.empty()) absl::StrAppend(&help, " (default: ", o.default_value, ")");
+    if (o.repeated) absl::StrAppend(&help, " (repeatable)");
     absl::StrAppendFormat(&out, "  %-24s %s\n", left, help);
   }
   absl::StrAppendFormat(&out, "  %-24s %s\n", "-h, --help", "show this help");
@@ -115,6 +123,11 @@ std::string ArgParser::GetString(const std::string& name) const {
 }
 
 bool ArgParser::GetFlag(const std::string& name) const { return values_.count(name) > 0; }
+
+std::vector<std::string> ArgParser::GetAll(const std::string& name) const {
+  auto it = repeated_values_.find(name);
+  return it == repeated_values_.end() ? std::vector<std::string>{} : it->second;
+}
 
 absl::StatusOr<int64_t> ArgParser::GetInt(const std::string& name, int64_t min, int64_t max) const {
   const std::string s = GetString(name);

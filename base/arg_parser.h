@@ -22,6 +22,9 @@ class ArgParser {
   // An option that takes a value; `default_value` empty means unset.
   void AddOption(const std::string& name, const std::string& value_name, const std::string& help,
                  const std::string& default_value = "");
+  // An option that may be given more than once; GetAll returns every value.
+  void AddRepeatedOption(const std::string& name, const std::string& value_name,
+                         const std::string& help);
   // A boolean switch.
   void AddFlag(const std::string& name, const std::string& help);
   // A short form such as "-n" for an option or flag declared above.
@@ -40,6 +43,8 @@ class ArgParser {
   bool GetFlag(const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t min, int64_t max) const;
   absl::StatusOr<double> GetDouble(const std::string& name) const;
+  // Every value of a repeated option, in command-line order.
+  std::vector<std::string> GetAll(const std::string& name) const;
   const std::string& Positional(size_t i) const { return positional_values_[i]; }
 
  private:
@@ -47,6 +52,7 @@ class ArgParser {
     std::string value_name;  // empty for flags
     std::string help;
     std::string default_value;
+    bool repeated = false;
   };
   std::string usage_;
   std::string description_;
@@ -55,6 +61,7 @@ class ArgParser {
   std::map<std::string, std::string> aliases_;                    // "-n" -> "n-predict"
   std::vector<std::pair<std::string, std::string>> positionals_;  // name, help
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_values_;
   std::vector<std::string> positional_values_;
   bool help_requested_ = false;
 };

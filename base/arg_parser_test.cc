@@ -59,3 +59,24 @@ TEST(ArgParserTest, HelpListsEveryOption) {
 
 }  // namespace
 }  // namespace ringlm
+
+namespace ringlm {
+namespace {
+
+TEST(ArgParserTest, RepeatedOptionsKeepEveryValueInOrder) {
+  ArgParser p("prog", "d");
+  p.AddRepeatedOption("origin", "ORIGIN", "an origin");
+  p.AddOption("one", "X", "single");
+  ASSERT_TRUE(p.Parse({"--origin", "a", "--one", "1", "--origin=b", "--one", "2"}).ok());
+  EXPECT_EQ(p.GetAll("origin"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(p.GetString("one"), "2");
+  EXPECT_TRUE(p.GetAll("one").empty());
+  EXPECT_NE(p.HelpText().find("(repeatable)"), std::string::npos);
+  ArgParser none("prog", "d");
+  none.AddRepeatedOption("origin", "ORIGIN", "an origin");
+  ASSERT_TRUE(none.Parse({}).ok());
+  EXPECT_TRUE(none.GetAll("origin").empty());
+}
+
+}  // namespace
+}  // namespace ringlm

@@ -55,6 +55,18 @@ void AddFlags(ArgParser& p) {
   p.AddOption("api-key", "KEY",
               "require 'Authorization: Bearer KEY' on /v1/ requests (and admit gRPC Generate "
               "callers without a cluster certificate that send it)");
+  p.AddRepeatedOption("api-allowed-host", "HOST",
+                      "another name the API answers to in the Host header, besides localhost and "
+                      "its bind address (DNS rebinding defence; * turns the check off)");
+  p.AddRepeatedOption("api-cors-origin", "ORIGIN",
+                      "let web pages from ORIGIN (e.g. https://app.example) call the API; "
+                      "CORS is off by default");
+  p.AddOption("api-max-connections", "N", "HTTP connections open at once", "512");
+  p.AddOption("api-header-timeout-ms", "MS",
+              "time a client has to send its request line and headers", "10000");
+  p.AddFlag("parse-special-in-content",
+            "let special-token text in chat message content become control tokens (by "
+            "default it stays plain text; only the template's markers are control tokens)");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
@@ -73,9 +85,18 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
   auto sessions = p.GetInt("max-sessions", 1, 1 << 20);
   if (!port.ok()) return port.status();
   if (!sessions.ok()) return sessions.status();
+  auto connections = p.GetInt("api-max-connections", 1, 900);
+  auto header_ms = p.GetInt("api-header-timeout-ms", 100, 600000);
+  if (!connections.ok()) return connections.status();
+  if (!header_ms.ok()) return header_ms.status();
   api.host = p.GetString("api-host");
   api.port = static_cast<uint16_t>(*port);
   api.api_key = p.GetString("api-key");
+  api.allowed_hosts = p.GetAll("api-allowed-host");
+  api.cors_origins = p.GetAll("api-cors-origin");
+  api.max_connections = static_cast<int>(*connections);
+  api.header_timeout = std::chrono::milliseconds(*header_ms);
+  api.parse_special_in_content = p.GetFlag("parse-special-in-content");
   api.prefix_cache.enabled = !p.GetFlag("no-prefix-cache");
   api.prefix_cache.max_sessions = static_cast<uint32_t>(*sessions);
   return api;

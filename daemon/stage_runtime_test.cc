@@ -88,6 +88,18 @@ class StageRuntimeTest : public ::testing::Test {
 
   static Caller Node(const std::string& id) { return Caller{Caller::Role::kNode, id, true}; }
 
+  // Waits until no session is leased: a delivery is sent while its step
+  // still holds the session, which it releases right after.
+  void WaitIdle() {
+    for (int i = 0; i < 3000; ++i) {
+      bool busy = false;
+      for (const SessionInfo& s : runtime_->sessions().Stats().sessions) busy |= s.busy;
+      if (!busy) return;
+      std::this_thread::sleep_for(1ms);
+    }
+    ADD_FAILURE() << "a session stayed busy";
+  }
+
   uint64_t TotalPositions() {
     uint64_t n = 0;
     for (const SessionInfo& s : runtime_->sessions().Stats().sessions) n += s.n_positions;
@@ -140,6 +152,7 @@ TEST_F(StageRuntimeTest, ARequestIdBelongsToItsFirstOrigin) {
 TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
   ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
   transport_.WaitDelivery(1);
+  WaitIdle();
   EXPECT_EQ(TotalPositions(), prompt_.size());
   // Another origin can neither drop nor reuse "s1".
   EXPECT_EQ(*runtime_->DropSession("s1", Node("c")), false);
@@ -149,6 +162,7 @@ TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
   claim.set_reuse_digest(TokenDigest(prompt_));
   ASSERT_TRUE(runtime_->Enqueue(claim, Node("c")).ok());
   EXPECT_TRUE(transport_.WaitDelivery(2).cache_miss());
+  WaitIdle();
   EXPECT_EQ(TotalPositions(), prompt_.size());
   EXPECT_EQ(*runtime_->DropSession("s1", Node("o")), true);
   EXPECT_EQ(TotalPositions(), 0u);
@@ -157,6 +171,7 @@ TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
 TEST_F(StageRuntimeTest, AWrongPrefixClaimChangesNothingAndRevealsNothing) {
   ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
   transport_.WaitDelivery(1);
+  WaitIdle();
   const size_t sessions = runtime_->sessions().Stats().sessions.size();
   // Claims of every length with a wrong digest, forking from s1 and in place.
   size_t n = 1;
@@ -172,6 +187,7 @@ TEST_F(StageRuntimeTest, AWrongPrefixClaimChangesNothingAndRevealsNothing) {
       claim.set_reuse_digest(TokenDigest(guess));
       ASSERT_TRUE(runtime_->Enqueue(claim, Node("o")).ok());
       const v1::DeliverTokenRequest d = transport_.WaitDelivery(++n);
+      WaitIdle();
       EXPECT_TRUE(d.cache_miss());
       EXPECT_EQ(d.error(), "stage 0 (node b): prefix cache miss");
       EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), sessions);
@@ -186,6 +202,7 @@ TEST_F(StageRuntimeTest, AWrongPrefixClaimChangesNothingAndRevealsNothing) {
   claim.set_reuse_digest(TokenDigest(std::vector<int32_t>(prompt_.begin(), prompt_.begin() + 4)));
   ASSERT_TRUE(runtime_->Enqueue(claim, Node("o")).ok());
   EXPECT_FALSE(transport_.WaitDelivery(++n).cache_miss());
+  WaitIdle();
   EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), sessions + 1);
 }
 

@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "discovery/announcement.h"
 #include "discovery/clock.h"
-#include "discovery/internal/log_rate_limiter.h"
+#include "base/log_rate_limiter.h"
 #include "discovery/internal/replay_cache.h"
 #include "discovery/peer_table.h"
 #include "discovery/udp_socket.h"
@@ -202,7 +202,7 @@ class DiscoveryService {
   // Set by Start before the threads exist, reset by Stop after they are
   // joined; the threads use it unlocked in between.
   std::unique_ptr<UdpSocket> socket_;
-  internal::LogRateLimiter warnings_;
+  LogRateLimiter warnings_;
   // Used by the receiver thread only (HandleDatagram), so not guarded.
   internal::ReplayCache replay_;
 };

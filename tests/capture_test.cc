@@ -47,7 +47,9 @@ std::string CaptureGeneration(bool secure) {
   }
   const std::string pcap = cluster.dir() + "/capture.pcap";
   auto tcpdump = testing::ChildProcess::Start(
-      {"/usr/bin/tcpdump", "-i", "lo", "-U", "-n", "-s", "0", "-w", pcap,
+      // --immediate-mode: packets reach the file as they come, not in
+      // blocks that an early SIGINT would leave unread.
+      {"/usr/bin/tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-s", "0", "-w", pcap,
        absl::StrJoin(ports, " or ")},
       cluster.dir() + "/tcpdump.log");
   EXPECT_TRUE(tcpdump.ok());
@@ -67,7 +69,9 @@ std::string CaptureGeneration(bool secure) {
   });
   EXPECT_TRUE(s.ok()) << s << cluster.Logs();
   EXPECT_EQ(tokens, 16);
-  std::this_thread::sleep_for(500ms);  // let -U flush the last packets
+  // The last packets (the end of the stream) are in the file within moments.
+  const size_t before = ReadAll(pcap).size();
+  testing::WaitFor([&] { return ReadAll(pcap).size() > before; }, 1s);
   (*tcpdump)->Signal(SIGINT);
   EXPECT_TRUE((*tcpdump)->Wait(10s));
   const std::string bytes = ReadAll(pcap);

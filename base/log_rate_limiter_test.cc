@@ -1,4 +1,4 @@
-#include "discovery/internal/log_rate_limiter.h"
+#include "base/log_rate_limiter.h"
 
 #include <chrono>
 #include <string>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-namespace ringlm::internal {
+namespace ringlm {
 namespace {
 
 using std::chrono::seconds;
@@ -45,4 +45,4 @@ TEST(LogRateLimiterTest, ManyDistinctKeysStayBounded) {
 }
 
 }  // namespace
-}  // namespace ringlm::internal
+}  // namespace ringlm
