@@ -71,7 +71,7 @@ std::vector<int32_t> CompletionHandler::Tokenize(const std::vector<PromptSegment
 
 absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
     const CompletionRequest& request) {
-  if (absl::Status ready = backend_.Ready(); !ready.ok()) {
+  if (absl::Status ready = backend_.WaitUntilReady(std::chrono::seconds(2)); !ready.ok()) {
     return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
   }
   const bool chat = request.kind == CompletionRequest::Kind::kChat;

@@ -5,6 +5,7 @@
 #define RINGLM_API_GENERATION_BACKEND_H_
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -69,8 +70,14 @@ class GenerationBackend {
   virtual absl::StatusOr<std::unique_ptr<GenerationHandle>> Submit(
       GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) = 0;
 
-  // Whether Submit can succeed now, and why not.
+  // Whether Submit can succeed now, and why not (for /health: no waiting).
   virtual absl::Status Ready() const = 0;
+  // Ready(), allowing up to `patience` for a cluster that is settling (a
+  // re-partition takes a health round or two). Requests wait; /health does not.
+  virtual absl::Status WaitUntilReady(std::chrono::milliseconds patience) const {
+    (void)patience;
+    return Ready();
+  }
   // Drops a kept session on every stage (an eviction from the session map).
   virtual void DropSession(const std::string& session_id) = 0;
 

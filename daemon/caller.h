@@ -15,8 +15,9 @@ struct Caller {
   Role role = Role::kNode;
   std::string node_id;  // a node's id; a client's certificate name
   bool proven = false;  // false in insecure mode
+  std::string spki_fingerprint;  // of the caller's certificate; empty when insecure
 
-  static Caller Self(std::string id) { return Caller{Role::kNode, std::move(id), true}; }
+  static Caller Self(std::string id) { return Caller{Role::kNode, std::move(id), true, ""}; }
   bool is_node() const { return role == Role::kNode; }
 };
 

@@ -20,6 +20,7 @@ class ClusterBackend : public GenerationBackend {
   absl::StatusOr<std::unique_ptr<GenerationHandle>> Submit(
       GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) override;
   absl::Status Ready() const override;
+  absl::Status WaitUntilReady(std::chrono::milliseconds patience) const override;
   void DropSession(const std::string& session_id) override;
   const Tokenizer& tokenizer() const override;
   std::string model_id() const override;

@@ -325,8 +325,9 @@ class NodeService final : public v1::RingNode::CallbackService {
   absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* ctx) const {
     if (!node_.secure()) {
       auto it = ctx->client_metadata().find(kClaimedNodeMetadata);
-      if (it == ctx->client_metadata().end()) return Caller{Caller::Role::kClient, "", false};
-      return Caller{Caller::Role::kNode, std::string(it->second.data(), it->second.size()), false};
+      if (it == ctx->client_metadata().end()) return Caller{Caller::Role::kClient, "", false, ""};
+      return Caller{Caller::Role::kNode, std::string(it->second.data(), it->second.size()), false,
+                    ""};
     }
     const PeerIdentity id = IdentityOf(*ctx);
     if (!id.authenticated) {
@@ -335,7 +336,7 @@ class NodeService final : public v1::RingNode::CallbackService {
           "cluster key");
     }
     return Caller{id.role == Role::kNode ? Caller::Role::kNode : Caller::Role::kClient,
-                  id.common_name, true};
+                  id.common_name, true, id.spki_fingerprint};
   }
 
   // A node of the cluster whose certificate key is the one pinned for its
@@ -347,8 +348,7 @@ class NodeService final : public v1::RingNode::CallbackService {
       return absl::PermissionDeniedError("clients may not call the ring's methods");
     }
     if (node_.secure()) {
-      const PeerIdentity id = IdentityOf(*ctx);
-      if (!node_.IsPinnedMember(caller->node_id, id.spki_fingerprint)) {
+      if (!node_.IsPinnedMember(caller->node_id, caller->spki_fingerprint)) {
         return absl::PermissionDeniedError(absl::StrCat(
             "node ", caller->node_id, " is not a proven member of this node's cluster view"));
       }

@@ -86,7 +86,7 @@ class StageRuntimeTest : public ::testing::Test {
     return r;
   }
 
-  static Caller Node(const std::string& id) { return Caller{Caller::Role::kNode, id, true}; }
+  static Caller Node(const std::string& id) { return Caller{Caller::Role::kNode, id, true, ""}; }
 
   // Waits until no session is leased: a delivery is sent while its step
   // still holds the session, which it releases right after.
@@ -120,7 +120,7 @@ TEST_F(StageRuntimeTest, TakesStepsOnlyFromTheOriginOrThePreviousStage) {
   absl::Status s = runtime_->Enqueue(Step("o", "r3", "s3", prompt_), Node("c"));
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
   s = runtime_->Enqueue(Step("o", "r4", "s4", prompt_),
-                        Caller{Caller::Role::kClient, "client-1", true});
+                        Caller{Caller::Role::kClient, "client-1", true, ""});
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
 }
 

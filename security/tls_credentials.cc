@@ -10,7 +10,9 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "security/crypto.h"
 
 namespace ringlm {
@@ -35,6 +37,44 @@ absl::StatusOr<TlsIdentity> MakeIdentity(const ClusterKey& cluster_key, const Pr
   identity.common_name = common_name;
   return identity;
 }
+
+// Parsing a certificate with OpenSSL 3 costs about half a millisecond (its
+// decoder framework takes locks and allocates a great deal), and every call
+// of the ring needs its caller's identity. The handful of certificates a
+// node ever sees are parsed once, keyed by the SHA-256 of their PEM.
+// Bounded: cleared when full. Thread-safe.
+class LeafIdentityCache {
+ public:
+  static LeafIdentityCache& Get() {
+    static LeafIdentityCache* cache = new LeafIdentityCache;  // never destroyed
+    return *cache;
+  }
+
+  PeerIdentity Lookup(std::string_view pem) {
+    const std::string digest = Sha256(pem);
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = cache_.find(digest); it != cache_.end()) return it->second;
+    }
+    PeerIdentity peer;
+    absl::StatusOr<LeafInfo> leaf = InspectLeaf(pem);
+    if (leaf.ok()) {
+      peer.authenticated = true;
+      peer.role = leaf->role;
+      peer.common_name = std::move(leaf->common_name);
+      peer.spki_fingerprint = std::move(leaf->spki_fingerprint);
+    }
+    absl::MutexLock lock(&mu_);
+    if (cache_.size() >= kMaxEntries) cache_.clear();
+    cache_.emplace(digest, peer);
+    return peer;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 1024;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, PeerIdentity> cache_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -73,18 +113,11 @@ void AddChannelArgs(grpc::ChannelArguments* args) {
 }
 
 PeerIdentity IdentityOf(const grpc::AuthContext& auth) {
-  PeerIdentity peer;
-  if (!auth.IsPeerAuthenticated()) return peer;
+  if (!auth.IsPeerAuthenticated()) return PeerIdentity();
   const std::vector<grpc::string_ref> pems =
       auth.FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-  if (pems.empty()) return peer;
-  absl::StatusOr<LeafInfo> leaf = InspectLeaf(std::string_view(pems[0].data(), pems[0].size()));
-  if (!leaf.ok()) return peer;
-  peer.authenticated = true;
-  peer.role = leaf->role;
-  peer.common_name = std::move(leaf->common_name);
-  peer.spki_fingerprint = std::move(leaf->spki_fingerprint);
-  return peer;
+  if (pems.empty()) return PeerIdentity();
+  return LeafIdentityCache::Get().Lookup(std::string_view(pems[0].data(), pems[0].size()));
 }
 
 PeerIdentity IdentityOf(const grpc::ServerContextBase& context) {

@@ -476,3 +476,37 @@ TEST(SecurityTest, TheApiKeyAdmitsAGenerateCallerWithoutACertificate) {
 
 }  // namespace
 }  // namespace ringlm
+
+namespace ringlm {
+namespace {
+
+int HealthCode(uint16_t port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(5, 0);
+  auto res = client.Get("/health");
+  return res ? res->status : -1;
+}
+
+TEST(HealthTest, HealthSays503WhileAMemberOfThePlanIsNotAnswering) {
+  LoopbackCluster::Options options;
+  options.api = true;
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  ASSERT_TRUE(testing::WaitFor([&] { return HealthCode(cluster.api_port()) == 200; }, 10s));
+  // A stage that hangs (SIGSTOP) fails its health calls: the head says so.
+  cluster.node(2).Signal(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  const bool unhealthy =
+      testing::WaitFor([&] { return HealthCode(cluster.api_port()) == 503; }, 15s);
+  std::printf("/health turned 503 %.2f s after the stage stopped\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count());
+  cluster.node(2).Signal(SIGCONT);
+  EXPECT_TRUE(unhealthy) << cluster.Logs();
+  // Back, it proves itself again and the cluster serves with all three.
+  EXPECT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  EXPECT_TRUE(testing::WaitFor([&] { return HealthCode(cluster.api_port()) == 200; }, 10s));
+}
+
+}  // namespace
+}  // namespace ringlm
