@@ -132,6 +132,7 @@ std::string ClusterBackend::TopologyJson() const {
                      {"layers", layers_of(p.node_id)}});
   }
   json out = {{"model", model_id()},
+              {"security", node_.security_mode()},
               {"n_layers", node_.model().config().n_layer},
               {"epoch", snap->epoch},
               {"ready", snap->has_plan()},

@@ -102,6 +102,11 @@ absl::Status Node::Start() {
       &bound_port);
   builder.SetMaxReceiveMessageSize(o.rpc.max_message_bytes);
   builder.SetMaxSendMessageSize(o.rpc.max_message_bytes);
+  // What one connection may make this node hold: a bounded number of calls,
+  // and a flow-control window that does not grow towards a peer that sends
+  // messages it will refuse (BDP probing would let it grow to many MiB).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 64);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
