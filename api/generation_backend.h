@@ -4,8 +4,8 @@
 #ifndef RINGLM_API_GENERATION_BACKEND_H_
 #define RINGLM_API_GENERATION_BACKEND_H_
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,8 +32,8 @@ struct PrefixReuse {
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
-  int32_t max_tokens = 16;  // >= 1
-  PrefixReuse reuse;        // session_id empty = a throwaway session
+  int32_t max_tokens = 16;    // >= 1
+  PrefixReuse reuse;          // session_id empty = a throwaway session
   bool keep_session = false;  // keep the stages' KV after the request
 };
 
@@ -82,8 +82,8 @@ class GenerationBackend {
   virtual void DropSession(const std::string& session_id) = 0;
 
   virtual const Tokenizer& tokenizer() const = 0;
-  virtual std::string model_id() const = 0;        // e.g. the GGUF file's base name
-  virtual std::string chat_template() const = 0;   // tokenizer.chat_template, may be empty
+  virtual std::string model_id() const = 0;       // e.g. the GGUF file's base name
+  virtual std::string chat_template() const = 0;  // tokenizer.chat_template, may be empty
   virtual uint32_t context_size() const = 0;
   // The cluster as JSON text for the web page (nodes, layer ranges, states).
   virtual std::string TopologyJson() const = 0;

@@ -14,13 +14,13 @@
 // log sessions) plus evictions.
 #include "api/prefix_cache.h"
 
-#include "security/crypto.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <unordered_map>
 #include <utility>
+
+#include "security/crypto.h"
 
 namespace ringlm {
 namespace {

@@ -18,8 +18,7 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
 }  // namespace
 
 void AddClientSecurityFlags(ArgParser& p) {
-  p.AddOption("cluster-key", "FILE",
-              "the cluster key file (default: $RINGLM_CLUSTER_KEY_FILE)");
+  p.AddOption("cluster-key", "FILE", "the cluster key file (default: $RINGLM_CLUSTER_KEY_FILE)");
   p.AddFlag("insecure", "talk to an --insecure cluster (plaintext, no certificate)");
 }
 

@@ -69,14 +69,10 @@ json Describe(const v1::TopologyReply& view,
   out["security"] = view.security();
   out["cluster_id"] = view.cluster_id();
   const v1::ModelInfo& m = view.model();
-  out["model"] = {{"file", m.file_name()},
-                  {"name", m.name()},
-                  {"fingerprint", m.fingerprint()},
-                  {"architecture", m.architecture()},
-                  {"n_layers", m.n_layers()},
-                  {"bytes", m.total_bytes()},
-                  {"n_vocab", m.n_vocab()},
-                  {"context_size", m.context_size()}};
+  out["model"] = {{"file", m.file_name()},          {"name", m.name()},
+                  {"fingerprint", m.fingerprint()}, {"architecture", m.architecture()},
+                  {"n_layers", m.n_layers()},       {"bytes", m.total_bytes()},
+                  {"n_vocab", m.n_vocab()},         {"context_size", m.context_size()}};
   json stages = json::array();
   for (const v1::PlanStage& s : view.plan().stages()) {
     stages.push_back({{"node_id", s.node_id()},

@@ -13,8 +13,8 @@ namespace ringlm {
 struct Caller {
   enum class Role { kNode, kClient };
   Role role = Role::kNode;
-  std::string node_id;  // a node's id; a client's certificate name
-  bool proven = false;  // false in insecure mode
+  std::string node_id;           // a node's id; a client's certificate name
+  bool proven = false;           // false in insecure mode
   std::string spki_fingerprint;  // of the caller's certificate; empty when insecure
 
   static Caller Self(std::string id) { return Caller{Role::kNode, std::move(id), true, ""}; }

@@ -4,8 +4,8 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
-#include "security/crypto.h"
 #include "nlohmann/json.hpp"
+#include "security/crypto.h"
 
 namespace ringlm {
 namespace {

@@ -80,8 +80,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   StepLimits step_limits;
   step_limits.n_embd = node->model_->config().n_embd;
   step_limits.max_step_tokens = o.origin.max_chunk_tokens;
-  node->options_.rpc.max_message_bytes = static_cast<int>(
-      std::min<uint64_t>(o.rpc.max_message_bytes, MaxStepBytes(step_limits)));
+  node->options_.rpc.max_message_bytes =
+      static_cast<int>(std::min<uint64_t>(o.rpc.max_message_bytes, MaxStepBytes(step_limits)));
   node->client_ = std::make_unique<PeerClient>(o.rpc, node->identity_, node->node_id_);
   DiscoveryOptions discovery = o.discovery;
   discovery.mac_key = node->announce_mac_key_;
@@ -208,11 +208,16 @@ absl::Status Node::RegisterGauges() {
   // Why announcements were dropped (monotonic counts since start).
   using C = DiscoveryCounters;
   const std::pair<const char*, uint64_t C::*> reasons[] = {
-      {"malformed", &C::ignored_malformed},     {"oversized", &C::ignored_oversized},
-      {"bad_mac", &C::ignored_bad_mac},         {"other_version", &C::ignored_other_version},
-      {"stale", &C::ignored_stale},             {"replayed", &C::ignored_replayed},
-      {"reordered", &C::ignored_reordered},     {"other_model", &C::ignored_other_model},
-      {"duplicate_id", &C::ignored_duplicate_id}, {"id_conflict", &C::ignored_id_conflict},
+      {"malformed", &C::ignored_malformed},
+      {"oversized", &C::ignored_oversized},
+      {"bad_mac", &C::ignored_bad_mac},
+      {"other_version", &C::ignored_other_version},
+      {"stale", &C::ignored_stale},
+      {"replayed", &C::ignored_replayed},
+      {"reordered", &C::ignored_reordered},
+      {"other_model", &C::ignored_other_model},
+      {"duplicate_id", &C::ignored_duplicate_id},
+      {"id_conflict", &C::ignored_id_conflict},
       {"table_full", &C::ignored_table_full}};
   for (const auto& [reason, field] : reasons) {
     RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(

@@ -2,8 +2,8 @@
 // to the node's parts, and map absl::Status onto gRPC once (ToGrpc).
 #include <deque>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/log_rate_limiter.h"
 #include "base/status_macros.h"

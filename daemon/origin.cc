@@ -143,12 +143,13 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
     const auto& stages = a.request.plan.stages();
     const bool is_error = d.finish_reason() == v1::FINISH_REASON_ERROR;
     const bool from_last = stages.empty() ? false : stages.rbegin()->node_id() == caller;
-    const bool from_stage = std::any_of(stages.begin(), stages.end(),
-                                        [&](const v1::PlanStage& s) { return s.node_id() == caller; });
+    const bool from_stage = std::any_of(stages.begin(), stages.end(), [&](const v1::PlanStage& s) {
+      return s.node_id() == caller;
+    });
     if (is_error ? !from_stage : !from_last) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "node ", caller, " may not deliver ", is_error ? "errors" : "tokens", " for request ",
-          id, ": only ", is_error ? "its stages" : "its last stage", " may"));
+          "node ", caller, " may not deliver ", is_error ? "errors" : "tokens", " for request ", id,
+          ": only ", is_error ? "its stages" : "its last stage", " may"));
     }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
       if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {

@@ -17,8 +17,7 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
                       absl::StrCat("node ", address, ": ", status.error_message()));
 }
 
-PeerClient::PeerClient(RpcOptions options, std::optional<TlsIdentity> identity,
-                       std::string self_id)
+PeerClient::PeerClient(RpcOptions options, std::optional<TlsIdentity> identity, std::string self_id)
     : options_(options), identity_(std::move(identity)), self_id_(std::move(self_id)) {}
 
 std::shared_ptr<v1::RingNode::Stub> PeerClient::Stub(const std::string& address) {

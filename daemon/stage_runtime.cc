@@ -233,9 +233,9 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
   RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, *bundle));
   KvCache& cache = lease.cache();
   if (cache.n_positions() != request.position()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the session holds ", cache.n_positions(),
-                     " positions here, the step expects ", request.position()));
+    return absl::FailedPreconditionError(absl::StrCat("the session holds ", cache.n_positions(),
+                                                      " positions here, the step expects ",
+                                                      request.position()));
   }
   const uint64_t n = request.tokens_size();
   const uint64_t n_embd = model_.config().n_embd;

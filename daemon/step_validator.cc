@@ -51,8 +51,8 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
   const v1::PlanStage& stage = step.plan().stages(step.stage_index());
   if (stage.node_id() != limits.self_id) {
     return absl::InvalidArgumentError(absl::StrCat("step for stage ", step.stage_index(),
-                                                   " is meant for node ", stage.node_id(),
-                                                   ", not ", limits.self_id));
+                                                   " is meant for node ", stage.node_id(), ", not ",
+                                                   limits.self_id));
   }
   const int n = step.tokens_size();
   if (n == 0) return absl::InvalidArgumentError("step has no tokens");

@@ -48,7 +48,9 @@ void ExpectInvalid(const v1::StageStepRequest& r, const std::string& words) {
   EXPECT_NE(s.message().find(words), absl::string_view::npos) << s;
 }
 
-TEST(StepValidatorTest, AcceptsAWellFormedStep) { EXPECT_TRUE(ValidateStageStep(Valid(), Limits()).ok()); }
+TEST(StepValidatorTest, AcceptsAWellFormedStep) {
+  EXPECT_TRUE(ValidateStageStep(Valid(), Limits()).ok());
+}
 
 TEST(StepValidatorTest, HiddenBytesMustMatchTheShapeAndDtype) {
   v1::StageStepRequest r = Valid();

@@ -1,8 +1,7 @@
 #include "inference/session_store.h"
 
-#include "inference/token_digest.h"
-
 #include "gtest/gtest.h"
+#include "inference/token_digest.h"
 
 namespace ringlm {
 namespace {

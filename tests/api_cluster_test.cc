@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "base/metrics.h"
+#include "gtest/gtest.h"
 #include "inference/chat_template.h"
 #include "inference/generator.h"
 #include "inference/model.h"
@@ -104,9 +104,9 @@ LoopbackCluster::Options HeadOptions(std::vector<std::string> head_args = {}) {
   return o;
 }
 
-const std::vector<std::string> kTurns = {
-    "Tell me a story about a cat.", "What did the cat find?", "Was the cat happy?",
-    "Who came to visit?",           "What did they eat?",     "How did the day end?"};
+const std::vector<std::string> kTurns = {"Tell me a story about a cat.", "What did the cat find?",
+                                         "Was the cat happy?",           "Who came to visit?",
+                                         "What did they eat?",           "How did the day end?"};
 
 TEST(ApiClusterTest, SixTurnConversationIsTheSameWithAndWithoutTheCache) {
   LoopbackCluster cached(HeadOptions());
@@ -234,8 +234,8 @@ std::string StreamChat(uint16_t port, const std::string& prompt) {
                {"temperature", 0},
                {"stream", true}};
   std::string raw;
-  auto res = client.Post(
-      "/v1/chat/completions", httplib::Headers{}, body.dump(), "application/json");
+  auto res =
+      client.Post("/v1/chat/completions", httplib::Headers{}, body.dump(), "application/json");
   if (!res || res->status != 200) return "<http error>";
   raw = res->body;
   std::string text;

@@ -163,17 +163,17 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   generation.join();
   EXPECT_FALSE(result.ok());
   EXPECT_LT(tokens.load(), 8000);
-  std::printf("request failed %.2f s after the kill, after %d tokens: %s\n", fail_s,
-              tokens.load(), result.ToString().c_str());
+  std::printf("request failed %.2f s after the kill, after %d tokens: %s\n", fail_s, tokens.load(),
+              result.ToString().c_str());
   EXPECT_LE(fail_s, 5.0) << "the request must fail within 5 s";
   EXPECT_NE(result.message().find("node"), std::string::npos) << result;
 
   // The other two re-form without it and serve the next request.
   const auto reform_start = std::chrono::steady_clock::now();
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(entry, 2); }, 20s)) << cluster.Logs();
-  std::printf("cluster re-formed %.2f s after the failure\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - reform_start)
-                  .count());
+  std::printf(
+      "cluster re-formed %.2f s after the failure\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - reform_start).count());
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
   EXPECT_EQ(ClusterGreedy(cluster, entry, "Once upon a time", 64), local);
 }

@@ -246,9 +246,9 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
     api = testing::FreeTcpPort();
     if (base > 65535 - 4 || (api > base && api <= base + 3)) continue;
     up = RunCommand(absl::StrCat("RINGLMD_EXTRA_ARGS='--threads 1' ", Script(), " 3",
-                                 " --build-dir ", ShellQuote(build_dir),
-                                 " --model ", ShellQuote(model), " --base-port ", base,
-                                 " --api-port ", api, " --run-dir ", ShellQuote(run_dir_)));
+                                 " --build-dir ", ShellQuote(build_dir), " --model ",
+                                 ShellQuote(model), " --base-port ", base, " --api-port ", api,
+                                 " --run-dir ", ShellQuote(run_dir_)));
     if (up.exit_code == 0 || !absl::StrContains(up.output, "ports in use")) break;
   }
   ASSERT_EQ(up.exit_code, 0) << up.output;
@@ -277,8 +277,10 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
 
   // The README's request, streamed.
   testing::CommandResult chat = RunCommand(
-      "curl -sN --max-time 60 " + api_url + "/v1/chat/completions -H 'Content-Type: application/json' -d " +
-          ShellQuote(R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"max_tokens":8})"),
+      "curl -sN --max-time 60 " + api_url +
+          "/v1/chat/completions -H 'Content-Type: application/json' -d " +
+          ShellQuote(
+              R"({"messages":[{"role":"user","content":"Hi"}],"stream":true,"max_tokens":8})"),
       false);
   EXPECT_EQ(chat.exit_code, 0) << chat.output;
   EXPECT_TRUE(absl::StartsWith(chat.output, "data: {")) << chat.output;
@@ -287,17 +289,15 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
 
   // A second start over the running cluster is refused with a clear message,
   // and so is one on its ports from another run directory.
-  testing::CommandResult again =
-      RunCommand(absl::StrCat(Script(), " 3 --build-dir ", ShellQuote(build_dir), " --model ",
-                              ShellQuote(model), " --base-port ", base, " --api-port ", api,
-                              " --run-dir ", ShellQuote(run_dir_)));
+  testing::CommandResult again = RunCommand(absl::StrCat(
+      Script(), " 3 --build-dir ", ShellQuote(build_dir), " --model ", ShellQuote(model),
+      " --base-port ", base, " --api-port ", api, " --run-dir ", ShellQuote(run_dir_)));
   EXPECT_NE(again.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(again.output, "still running")) << again.output;
   const std::string other_dir = testing::MakeTempDir("local-cluster-other");
-  testing::CommandResult busy =
-      RunCommand(absl::StrCat(Script(), " 3 --build-dir ", ShellQuote(build_dir), " --model ",
-                              ShellQuote(model), " --base-port ", base, " --api-port ", api,
-                              " --run-dir ", ShellQuote(other_dir)));
+  testing::CommandResult busy = RunCommand(absl::StrCat(
+      Script(), " 3 --build-dir ", ShellQuote(build_dir), " --model ", ShellQuote(model),
+      " --base-port ", base, " --api-port ", api, " --run-dir ", ShellQuote(other_dir)));
   EXPECT_NE(busy.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(busy.output, "ports in use")) << busy.output;
   for (pid_t pid : pids) EXPECT_TRUE(Alive(pid)) << "a refused start touched pid " << pid;
@@ -305,7 +305,8 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
   testing::CommandResult stop = RunCommand(Script() + " stop --run-dir " + ShellQuote(run_dir_));
   EXPECT_EQ(stop.exit_code, 0) << stop.output;
   for (pid_t pid : pids) {
-    EXPECT_TRUE(testing::WaitFor([pid] { return !Alive(pid); }, 15s)) << "pid " << pid << " still running";
+    EXPECT_TRUE(testing::WaitFor([pid] { return !Alive(pid); }, 15s))
+        << "pid " << pid << " still running";
   }
   for (int k = 1; k <= 3; ++k) {
     EXPECT_NE(access(absl::StrCat(run_dir_, "/node", k, "/ringlmd.pid").c_str(), F_OK), 0)
@@ -315,9 +316,8 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
 
 TEST_F(LocalClusterTest, MissingBinariesSayHowToBuild) {
   const std::string dir = testing::MakeTempDir("local-cluster-nobin");
-  testing::CommandResult r = RunCommand(absl::StrCat(Script(), " 2 --build-dir ",
-                                                     ShellQuote(dir + "/nowhere"), " --run-dir ",
-                                                     ShellQuote(dir)));
+  testing::CommandResult r = RunCommand(absl::StrCat(
+      Script(), " 2 --build-dir ", ShellQuote(dir + "/nowhere"), " --run-dir ", ShellQuote(dir)));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(r.output, "binaries not found")) << r.output;
   EXPECT_TRUE(absl::StrContains(r.output, "ninja -C")) << r.output;
@@ -327,10 +327,10 @@ TEST_F(LocalClusterTest, ADaemonThatExitsEarlyShowsItsLog) {
   run_dir_ = testing::MakeTempDir("local-cluster-bad");
   const std::string bad_model = run_dir_ + "/not-a-model.gguf";
   WriteFile(bad_model, "this is not a GGUF file\n");
-  testing::CommandResult r = RunCommand(absl::StrCat(
-      Script(), " 2 --build-dir ", ShellQuote(RINGLM_BINARY_DIR), " --model ",
-      ShellQuote(bad_model), " --base-port ", testing::FreeUdpPort(), " --api-port ",
-      testing::FreeTcpPort(), " --run-dir ", ShellQuote(run_dir_)));
+  testing::CommandResult r = RunCommand(
+      absl::StrCat(Script(), " 2 --build-dir ", ShellQuote(RINGLM_BINARY_DIR), " --model ",
+                   ShellQuote(bad_model), " --base-port ", testing::FreeUdpPort(), " --api-port ",
+                   testing::FreeTcpPort(), " --run-dir ", ShellQuote(run_dir_)));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(r.output, "exited during startup")) << r.output;
   EXPECT_TRUE(absl::StrContains(r.output, "GGUF")) << "the log tail is missing:\n" << r.output;

@@ -29,14 +29,22 @@ LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options))
 
 void LoopbackCluster::StartNode(size_t i) {
   std::vector<std::string> argv = {RinglmdPath(),
-                                   "--model", ModelPath(options_.model),
-                                   "--grpc-host", "127.0.0.1",
-                                   "--grpc-port", std::to_string(ports_[i]),
-                                   "--discovery-port", std::to_string(discovery_port_),
-                                   "--memory-mb", std::to_string(options_.memory_mb[i]),
-                                   "--state-dir", StateDir(i),
-                                   "--threads", "1",
-                                   "--metrics-port", std::to_string(metrics_ports_[i]),
+                                   "--model",
+                                   ModelPath(options_.model),
+                                   "--grpc-host",
+                                   "127.0.0.1",
+                                   "--grpc-port",
+                                   std::to_string(ports_[i]),
+                                   "--discovery-port",
+                                   std::to_string(discovery_port_),
+                                   "--memory-mb",
+                                   std::to_string(options_.memory_mb[i]),
+                                   "--state-dir",
+                                   StateDir(i),
+                                   "--threads",
+                                   "1",
+                                   "--metrics-port",
+                                   std::to_string(metrics_ports_[i]),
                                    "--loopback-only"};
   if (options_.secure) {
     argv.insert(argv.end(), {"--cluster-key", key_file_});
@@ -79,10 +87,9 @@ std::string LoopbackCluster::Address(size_t i) const {
 }
 
 nlohmann::json LoopbackCluster::Status(size_t i) const {
-  CommandResult r = RunCommand(
-      absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ", SecurityArgs(),
-                   " 2>/dev/null"),
-      false);
+  CommandResult r = RunCommand(absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ",
+                                            SecurityArgs(), " 2>/dev/null"),
+                               false);
   if (r.exit_code != 0) return nullptr;
   return nlohmann::json::parse(r.output, nullptr, false);
 }

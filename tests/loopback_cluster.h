@@ -20,8 +20,8 @@ class LoopbackCluster {
   struct Options {
     std::string model = "stories260K-f32.gguf";
     std::vector<int> memory_mb = {4000, 2000, 2000};
-    bool broadcast = true;  // else --no-broadcast with --peers
-    bool api = false;       // node 0 serves the HTTP API on api_port()
+    bool broadcast = true;                     // else --no-broadcast with --peers
+    bool api = false;                          // node 0 serves the HTTP API on api_port()
     std::vector<std::string> extra_args;       // for every node
     std::vector<std::string> head_extra_args;  // for node 0 only
     // With a cluster key (written to key_file()); false runs --insecure.

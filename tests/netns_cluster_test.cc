@@ -89,7 +89,8 @@ std::vector<std::string> ProcessesMentioning(const std::string& needle) {
     std::string stat;
     std::getline(stat_file, stat);
     const size_t paren = stat.rfind(')');
-    const char state = paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+    const char state =
+        paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
     if (state == 'Z' || state == 'X') continue;
     found.push_back(pid + ": " + cmdline);
   }
@@ -227,9 +228,8 @@ void CheckCluster(NetnsCluster& cluster) {
   for (int k = 1; k <= kHosts; ++k) {
     testing::CommandResult r = RunCommand(
         absl::StrCat("ip netns exec ", HostNamespace(k), " ", ShellQuote(testing::RinglmPath()),
-                     " generate --cluster ", HostAddress(k), " ", cluster.KeyArgs(),
-                     " --prompt ", ShellQuote(prompt),
-                     " --temp 0 -n 64 --json"),
+                     " generate --cluster ", HostAddress(k), " ", cluster.KeyArgs(), " --prompt ",
+                     ShellQuote(prompt), " --temp 0 -n 64 --json"),
         false);
     EXPECT_EQ(r.exit_code, 0) << "via host " << k << ": " << r.output;
     json out = json::parse(r.output, nullptr, false);
@@ -259,8 +259,7 @@ TEST(NetnsClusterTest, ThreeHostsFormByBroadcastGenerateAndTearDownCleanly) {
   testing::CommandResult links = RunCommand("ip -o link show", false);
   EXPECT_EQ(links.output.find("vbr"), std::string::npos) << links.output;
   const std::vector<std::string> left = ProcessesMentioning(cluster.run_dir());
-  EXPECT_TRUE(left.empty()) << "processes left from the run:\n"
-                            << absl::StrJoin(left, "\n");
+  EXPECT_TRUE(left.empty()) << "processes left from the run:\n" << absl::StrJoin(left, "\n");
 }
 
 }  // namespace

@@ -335,17 +335,20 @@ TEST_F(SecurityClusterTest, AnInsiderCannotActOutsideItsRole) {
   auto as_insider = [&](size_t target) {
     return testing::MemberStub(*cluster_, insider, cluster_->Address(target));
   };
+  // A token for the request, as the last stage would deliver it.
+  auto deliver = [&](v1::RingNode::Stub& stub) {
+    return Unary([&](grpc::ClientContext* c) {
+      v1::DeliverTokenRequest d;
+      d.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+      d.set_request_id(stage_id);
+      d.set_token(13);
+      d.set_index(1);
+      v1::DeliverTokenReply out;
+      return stub.DeliverToken(c, d, &out);
+    });
+  };
   // It delivers a token to the origin for a request it does not sample.
-  EXPECT_EQ(Unary([&](grpc::ClientContext* c) {
-              v1::DeliverTokenRequest d;
-              d.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-              d.set_request_id(stage_id);
-              d.set_token(13);
-              d.set_index(1);
-              v1::DeliverTokenReply out;
-              return as_insider(origin)->DeliverToken(c, d, &out);
-            }),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(deliver(*as_insider(origin)), grpc::StatusCode::PERMISSION_DENIED);
   // It cancels, at the last stage, a request it did not start.
   EXPECT_EQ(Unary([&](grpc::ClientContext* c) {
               v1::CancelRequest r;
@@ -386,18 +389,9 @@ TEST_F(SecurityClusterTest, AnInsiderCannotActOutsideItsRole) {
   ASSERT_TRUE(impostor.ok());
   grpc::ChannelArguments args;
   AddChannelArgs(&args);
-  auto impostor_stub = v1::RingNode::NewStub(grpc::CreateCustomChannel(
-      cluster_->Address(origin), ChannelCredentials(*impostor), args));
-  EXPECT_EQ(Unary([&](grpc::ClientContext* c) {
-              v1::DeliverTokenRequest d;
-              d.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-              d.set_request_id(stage_id);
-              d.set_token(13);
-              d.set_index(1);
-              v1::DeliverTokenReply out;
-              return impostor_stub->DeliverToken(c, d, &out);
-            }),
-            grpc::StatusCode::PERMISSION_DENIED);
+  auto impostor_stub = v1::RingNode::NewStub(
+      grpc::CreateCustomChannel(cluster_->Address(origin), ChannelCredentials(*impostor), args));
+  EXPECT_EQ(deliver(*impostor_stub), grpc::StatusCode::PERMISSION_DENIED);
 
   // The request finishes undisturbed, with the tokens of a solo run.
   ASSERT_TRUE(testing::WaitFor([&] { return done.load(); }, 120s));
@@ -431,8 +425,8 @@ TEST_F(SecurityClusterTest, AHiddenStateFloodIsRefusedWithoutGrowingMemory) {
     EXPECT_EQ(code, grpc::StatusCode::RESOURCE_EXHAUSTED) << "step " << i;
   }
   const double after = RssMb(cluster_->node(target).pid());
-  std::printf("RSS of the flooded node: %.1f MB before, %.1f MB after 24 x 16 MiB steps\n",
-              before, after);
+  std::printf("RSS of the flooded node: %.1f MB before, %.1f MB after 24 x 16 MiB steps\n", before,
+              after);
   EXPECT_LT(after - before, 50.0);
   ExpectClusterUnchanged();
 }
