@@ -191,7 +191,12 @@ TEST_F(ApiHardeningTest, NestedJsonBodiesKeepMemoryFlat) {
               before / 1e6, after / 1e6, (static_cast<double>(after) - before) / 1e6,
               PeakResidentBytes() / 1e6);
   EXPECT_EQ(rejected.load(), kThreads * kPerThread);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine: RSS says nothing here.
+  (void)after;
+#else
   EXPECT_LT(after, before + (100u << 20));
+#endif
   EXPECT_EQ(backend_->submitted().size(), 1u);  // the warm-up only
 }
 

@@ -159,8 +159,10 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
         // The node is stopping: no retry, the request fails as reported.
       }
     } else if (d.index() != a.next_index) {
-      spdlog::warn("request {}: token index {} out of order (expected {})", id, d.index(),
-                   a.next_index);
+      if (warnings_.Allow("order")) {
+        spdlog::warn("request {}: token index {} out of order (expected {})", id, d.index(),
+                     a.next_index);
+      }
       return false;
     } else {
       a.last_progress = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/log_rate_limiter.h"
 #include "daemon/node_metrics.h"
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
@@ -133,6 +134,7 @@ class OriginRegistry {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Serializes sink calls so events of one request never interleave.
   absl::Mutex sink_mu_;
+  LogRateLimiter warnings_{std::chrono::seconds(10)};  // what members send
   TaskQueue sender_;
   TaskQueue cleanup_;  // Cancel / DropSession calls to stages
   std::thread watchdog_;

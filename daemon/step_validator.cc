@@ -93,10 +93,21 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
   } else if (!step.fork_from().empty()) {
     return absl::InvalidArgumentError("fork_from needs reuse_len > 0");
   }
+  if (step.reuse_len() == 0 && !step.reuse_digest().empty()) {
+    return absl::InvalidArgumentError("reuse_digest needs reuse_len > 0");
+  }
   if (step.limits().max_tokens() < 0) {
     return absl::InvalidArgumentError("max_tokens must be >= 0");
   }
-  return SamplingFromProto(step.sampling()).Validate();
+  RINGLM_RETURN_IF_ERROR(SamplingFromProto(step.sampling()).Validate());
+  // Whatever else it carries (long addresses, unknown fields), a well-formed
+  // step is never larger than the bound the gRPC server is configured with.
+  if (step.ByteSizeLong() > MaxStepBytes(limits)) {
+    return absl::InvalidArgumentError(absl::StrCat("step of ", step.ByteSizeLong(),
+                                                   " bytes is larger than the ",
+                                                   MaxStepBytes(limits), " a step may be"));
+  }
+  return absl::OkStatus();
 }
 
 uint64_t MaxStepBytes(const StepLimits& limits) {

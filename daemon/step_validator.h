@@ -31,7 +31,8 @@ inline constexpr size_t kMaxWireIdBytes = 128;
 // and names this node at stage_index, 1..max_step_tokens token ids inside the
 // vocabulary at positions inside the context, hidden states of exactly
 // [tokens, n_embd] whose byte size matches the dtype (none on stage 0), a
-// consistent prefix claim, and valid sampling parameters.
+// consistent prefix claim, valid sampling parameters, and at most
+// MaxStepBytes(limits) bytes in all.
 absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimits& limits);
 
 // Bytes of hidden state a well-formed step of `n_tokens` carries at most:

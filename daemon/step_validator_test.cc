@@ -106,6 +106,15 @@ TEST(StepValidatorTest, ChecksThePlanAndTheClaim) {
   ExpectInvalid(r, "protocol version");
 }
 
+TEST(StepValidatorTest, NothingLargerThanMaxStepBytesIsWellFormed) {
+  v1::StageStepRequest r = Valid();
+  r.mutable_plan()->mutable_stages(0)->set_address(std::string(200000, 'a'));
+  ExpectInvalid(r, "larger than");
+  r = Valid();
+  r.set_reuse_digest(std::string(32, 'x'));
+  ExpectInvalid(r, "reuse_digest needs reuse_len");
+}
+
 TEST(StepValidatorTest, MaxStepBytesCoversTheLargestValidStep) {
   v1::StageStepRequest r = Valid();
   r.clear_tokens();
