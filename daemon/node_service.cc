@@ -135,10 +135,15 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       MaybeWriteLocked();
     }
     std::shared_ptr<Stream> stream = stream_;
-    return node_.origin().Start(std::move(r), [stream](const OriginEvent& e) {
-      absl::MutexLock lock(&stream->mu);
-      if (stream->reactor != nullptr) stream->reactor->OnOriginEventLocked(e);
-    });
+    // `stream->mu` is the reactor's `stream_->mu` (the same Stream), which
+    // the analysis cannot see through the pointer.
+    return node_.origin().Start(std::move(r),
+                                [stream](const OriginEvent& e) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                  absl::MutexLock lock(&stream->mu);
+                                  if (stream->reactor != nullptr) {
+                                    stream->reactor->OnOriginEventLocked(e);
+                                  }
+                                });
   }
 
   void OnOriginEventLocked(const OriginEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(stream_->mu) {

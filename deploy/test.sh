@@ -2,9 +2,10 @@
 # Installs the dependencies, builds ringlm, and runs every test: once in a
 # Release build, once, for the unit tests, under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and then every libFuzzer target (fuzz/) for a
-# bounded time under the same sanitizers.
+# bounded time under the same sanitizers; a clang build checks the lock
+# annotations (-Wthread-safety).
 #
-#   deploy/test.sh                      # all three passes
+#   deploy/test.sh                      # everything
 #   RINGLM_SKIP_ASAN=1 deploy/test.sh   # without the sanitizer unit tests
 #   RINGLM_FUZZ_SECONDS=0 deploy/test.sh  # without fuzzing (default: 60 s a target)
 set -euo pipefail
@@ -34,6 +35,11 @@ if [ "${RINGLM_SKIP_ASAN:-0}" != "1" ]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest -j"$jobs" --output-on-failure -LE cluster)
 fi
+
+echo "== clang -Wthread-safety (the ABSL_GUARDED_BY annotations, checked)"
+CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" >/dev/null
+ninja -C build-clang -j"$jobs" ringlm_base ringlm_security ringlm_discovery ringlm_daemon ringlm_api
 
 fuzz_seconds="${RINGLM_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" != "0" ]; then
