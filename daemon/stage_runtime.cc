@@ -40,8 +40,6 @@ absl::Status CacheMiss(const v1::StageStepRequest& request, absl::string_view wh
 
 bool IsCacheMiss(const absl::Status& s) { return s.GetPayload(kCacheMissPayload).has_value(); }
 
-}  // namespace
-
 StepLimits MakeLimits(const Model& model, const std::string& self_id, uint32_t max_step_tokens) {
   const ModelConfig& config = model.config();
   return StepLimits{.self_id = self_id,
@@ -52,6 +50,8 @@ StepLimits MakeLimits(const Model& model, const std::string& self_id, uint32_t m
                     .context_size = model.context_size(),
                     .max_step_tokens = max_step_tokens};
 }
+
+}  // namespace
 
 StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* transport,
                            std::string self_id, MembershipCheck is_member, StageOptions options)
