@@ -15,6 +15,7 @@ int RunStatus(const std::vector<std::string>& args);
 int RunSynth(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 int RunKeygen(const std::vector<std::string>& args);
+int RunJoinCommand(const std::vector<std::string>& args);
 
 }  // namespace ringlm
 

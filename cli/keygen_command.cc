@@ -1,7 +1,10 @@
-// `ringlm keygen`: writes a new cluster key, the secret every node of one
-// cluster shares (docs/security.md).
+// `ringlm keygen` writes a new cluster key, the secret every node of one
+// cluster shares (docs/security.md); `ringlm join-command` prints the one
+// line that installs it on another machine and starts a node there.
 #include <cstdio>
+#include <cstdlib>
 
+#include "absl/strings/ascii.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "security/cluster_key.h"
@@ -26,6 +29,48 @@ int RunKeygen(const std::vector<std::string>& args) {
               key->ClusterId().c_str());
   std::printf("copy it to every node, mode 0600, then: ringlmd --cluster-key %s ...\n",
               out.c_str());
+  return 0;
+}
+
+namespace {
+
+// Single-quoted for a POSIX shell.
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+int RunJoinCommand(const std::vector<std::string>& args) {
+  ArgParser p("ringlm join-command [--cluster-key FILE] [--model PATH] [--key-path PATH]",
+              "Prints a shell command that installs this cluster's key on another machine\n"
+              "(mode 0600) and starts ringlmd there with it. The line holds the key itself:\n"
+              "pass it on privately (ssh, not chat), as you would a password.");
+  p.AddOption("cluster-key", "FILE", "the cluster key (default: $RINGLM_CLUSTER_KEY_FILE)");
+  p.AddOption("model", "PATH", "the model path on the joining machine", "/models/model.gguf");
+  p.AddOption("key-path", "PATH", "where the joining machine keeps the key",
+              "/etc/ringlm/cluster.key");
+  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  std::string file = p.GetString("cluster-key");
+  if (file.empty()) {
+    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) file = env;
+  }
+  if (file.empty()) {
+    return Fail(
+        absl::InvalidArgumentError("--cluster-key FILE (or RINGLM_CLUSTER_KEY_FILE) is "
+                                   "required"));
+  }
+  absl::StatusOr<ClusterKey> key = ClusterKey::LoadFile(file);
+  if (!key.ok()) return Fail(key.status());
+  const std::string path = ShellQuote(p.GetString("key-path"));
+  std::printf(
+      "(umask 077 && mkdir -p \"$(dirname %s)\" && printf '%%s\\n' %s > %s) && "
+      "ringlmd --model %s --cluster-key %s\n",
+      path.c_str(),
+      ShellQuote(std::string(absl::StripTrailingAsciiWhitespace(key->Serialize()))).c_str(),
+      path.c_str(), ShellQuote(p.GetString("model")).c_str(), path.c_str());
   return 0;
 }
 

@@ -19,6 +19,7 @@ commands:
   synth      write a GGUF model of a known shape with random weights
   bench      measure prompt processing and decode speed (llama-bench style)
   keygen     write a new cluster key (every node of a cluster shares one)
+  join-command  print the line that adds another machine to this cluster
 
 Run 'ringlm COMMAND --help' for a command's options.
 )";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "synth") return ringlm::RunSynth(args);
   if (command == "bench") return ringlm::RunBench(args);
   if (command == "keygen") return ringlm::RunKeygen(args);
+  if (command == "join-command") return ringlm::RunJoinCommand(args);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

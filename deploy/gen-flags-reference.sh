@@ -13,7 +13,7 @@ echo
 echo '```'
 "$build/daemon/ringlmd" --help
 echo '```'
-for cmd in generate tokenize inspect status synth bench keygen; do
+for cmd in generate tokenize inspect status synth bench keygen join-command; do
   echo
   echo "## ringlm $cmd"
   echo

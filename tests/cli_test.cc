@@ -1,5 +1,6 @@
 // The `ringlm` binary as a user runs it: exit codes, --json output and
 // error messages.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -104,6 +105,36 @@ TEST(CliTest, FlagsReferenceIsCurrent) {
   ASSERT_EQ(pclose(pipe), 0);
   EXPECT_EQ(generated, committed.str())
       << "docs/flags.md is stale: run deploy/gen-flags-reference.sh > docs/flags.md";
+}
+
+TEST(CliTest, KeygenWritesAPrivateKeyAndJoinCommandInstallsIt) {
+  char tmpl[] = "/tmp/ringlm-keygen-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string key = dir + "/cluster.key";
+  RunResult made = RunCli("keygen --out " + Quote(key));
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  struct stat st {};
+  ASSERT_EQ(stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  RunResult again = RunCli("keygen --out " + Quote(key));
+  EXPECT_NE(again.exit_code, 0) << "keygen must not overwrite a key without --force";
+
+  const std::string joined = dir + "/other machine/cluster.key";
+  RunResult join = RunCli("join-command --cluster-key " + Quote(key) + " --model /m.gguf" +
+                          " --key-path " + Quote(joined));
+  ASSERT_EQ(join.exit_code, 0) << join.out;
+  const size_t start = join.out.find(" && ringlmd --model '/m.gguf' --cluster-key ");
+  ASSERT_NE(start, std::string::npos) << join.out;
+  // Run the installing half of the line, as the joining machine would.
+  const std::string install = join.out.substr(0, start);
+  ASSERT_EQ(system(("bash -c " + Quote(install)).c_str()), 0) << install;
+  std::ifstream a(key), b(joined);
+  std::stringstream sa, sb;
+  sa << a.rdbuf();
+  sb << b.rdbuf();
+  EXPECT_EQ(sa.str(), sb.str());
+  ASSERT_EQ(stat(joined.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 }  // namespace
