@@ -151,6 +151,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
                           absl::ToUnixSeconds(absl::Now()), backend_.model_id()};
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
+  res.set_header("x-request-id", meta.id);
   res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage)),
                   "application/json");
 }
@@ -182,6 +183,7 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
   state->slot = std::shared_ptr<Slot>(std::move(slot));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
+  res.set_header("x-request-id", state->meta.id);
   // Called repeatedly on this HTTP thread until sink.done(). Returning false,
   // or a failed write, aborts the response; the releaser then cancels.
   auto provider = [state, this](size_t /*offset*/, httplib::DataSink& sink) -> bool {

@@ -81,8 +81,8 @@ absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
     out.max_tokens = static_cast<int32_t>(value);  // max_completion_tokens, checked last, wins
   }
   SamplingParams& s = out.sampling;
-  RINGLM_ASSIGN_OR_RETURN(double temperature,
-                          NumberIn(body, "temperature", 0, SamplingParams::kMaxTemperature, 1));
+  // OpenAI's range; the engine takes more (the CLI's --temp), clients never need it.
+  RINGLM_ASSIGN_OR_RETURN(double temperature, NumberIn(body, "temperature", 0, 2, 1));
   RINGLM_ASSIGN_OR_RETURN(double top_p, NumberIn(body, "top_p", 0, 1, 1));
   if (top_p <= 0) return InvalidFieldError("top_p", "'top_p' must be in (0, 1]");
   RINGLM_ASSIGN_OR_RETURN(double min_p, NumberIn(body, "min_p", 0, 1, 0));
@@ -161,6 +161,9 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
     if (part_text == nullptr || !part_text->is_string()) {
       return InvalidFieldError(part_param + ".text", "'text' must be a string");
     }
+    // Parts are separate pieces of text: joined by a newline, as llama.cpp
+    // does, so "What is" + "the best book" do not run together.
+    if (i > 0) text += '\n';
     text += part_text->get<std::string>();
   }
   return text;

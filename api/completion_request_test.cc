@@ -31,7 +31,7 @@ TEST(CompletionRequestTest, ParsesChatFieldsAndDefaults) {
   EXPECT_TRUE(r->include_usage);
   ASSERT_EQ(r->messages.size(), 3u);
   EXPECT_EQ(r->messages[0].role, "system");
-  EXPECT_EQ(r->messages[1].content, "Hello");
+  EXPECT_EQ(r->messages[1].content, "Hel\nlo");
   EXPECT_EQ(r->messages[2].content, "");
   EXPECT_EQ(r->max_tokens, 7);
   EXPECT_FLOAT_EQ(r->sampling.temperature, 0.5f);
@@ -80,6 +80,7 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"max_tokens":"10")"), "max_tokens");
   ExpectInvalid(chat(R"(,"temperature":"hot")"), "temperature");
   ExpectInvalid(chat(R"(,"temperature":-1)"), "temperature");
+  ExpectInvalid(chat(R"(,"temperature":2.5)"), "temperature");
   ExpectInvalid(chat(R"(,"top_p":0)"), "top_p");
   ExpectInvalid(chat(R"(,"presence_penalty":3)"), "presence_penalty");
   ExpectInvalid(chat(R"(,"seed":1.5)"), "seed");
@@ -88,6 +89,15 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"stop":["a","b","c","d","e"])"), "stop");
   ExpectInvalid(chat(R"(,"stop":[1])"), "stop");
   ExpectInvalid(chat(R"(,"stream_options":{"include_usage":1})"), "stream_options.include_usage");
+}
+
+TEST(CompletionRequestTest, JoinsTextPartsWithANewline) {
+  absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"What is"},)"
+      R"({"type":"text","text":"the best book"}]}],"temperature":2})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->messages[0].content, "What is\nthe best book");
+  EXPECT_FLOAT_EQ(r->sampling.temperature, 2.0f);
 }
 
 TEST(CompletionRequestTest, ParsesTextPrompt) {

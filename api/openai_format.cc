@@ -1,23 +1,16 @@
 #include "api/openai_format.h"
 
-#include <random>
-
-#include "absl/synchronization/mutex.h"
+#include "security/crypto.h"
 
 namespace ringlm {
 
 using Json = nlohmann::json;
 
-std::string NewCompletionId(bool chat) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  static absl::Mutex mu(absl::kConstInit);
-  static std::mt19937_64* rng = nullptr;
-  std::string id = chat ? "chatcmpl-" : "cmpl-";
-  absl::MutexLock lock(&mu);
-  if (rng == nullptr) rng = new std::mt19937_64(std::random_device{}());
-  for (int i = 0; i < 24; ++i) id += kAlphabet[(*rng)() % (sizeof(kAlphabet) - 1)];
-  return id;
+std::string NewCompletionId(bool chat) { return RandomId(chat ? "chatcmpl-" : "cmpl-"); }
+
+std::string SystemFingerprint(const std::string& model) {
+  // "fp_" and 16 hex digits of the SHA-256 of the server and model names.
+  return "fp_" + HexEncode(Sha256("ringlm/" + model)).substr(0, 16);
 }
 
 Json UsageJson(const Usage& usage) {
@@ -33,7 +26,8 @@ Json Envelope(const ResponseMeta& meta, const char* chat_object, const char* tex
   return Json{{"id", meta.id},
               {"object", meta.chat ? chat_object : text_object},
               {"created", meta.created},
-              {"model", meta.model}};
+              {"model", meta.model},
+              {"system_fingerprint", SystemFingerprint(meta.model)}};
 }
 
 Json Reason(std::optional<std::string_view> reason) {

@@ -26,8 +26,13 @@ struct ResponseMeta {
   std::string model;
 };
 
-// "chatcmpl-" or "cmpl-" followed by 24 random letters and digits.
+// "chatcmpl-" or "cmpl-" followed by 32 hex digits from the CSPRNG. It is
+// also the response's x-request-id header.
 std::string NewCompletionId(bool chat);
+
+// The `system_fingerprint` of every response object: names the server
+// software and the model it serves, so clients can tell when either changed.
+std::string SystemFingerprint(const std::string& model);
 
 // {"prompt_tokens","completion_tokens","total_tokens",
 //  "prompt_tokens_details":{"cached_tokens"}}

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/fake_backend_for_test.h"
+#include "api/openai_format.h"
 #include "api/web_page.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -116,6 +117,9 @@ TEST_F(ApiServerTest, ChatCompletionHasOpenAiShape) {
   EXPECT_EQ(j["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
   EXPECT_GT(j["created"].get<int64_t>(), 1700000000);
   EXPECT_EQ(j["model"], "stories260K");
+  EXPECT_EQ(j["system_fingerprint"], SystemFingerprint("stories260K"));
+  EXPECT_EQ(j["system_fingerprint"].get<std::string>().size(), 19u);
+  EXPECT_EQ(r->get_header_value("x-request-id"), j["id"]);
   ASSERT_EQ(j["choices"].size(), 1u);
   EXPECT_EQ(j["choices"][0]["index"], 0);
   EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
@@ -182,6 +186,8 @@ TEST_F(ApiServerTest, StreamingFramesAreExact) {
   ASSERT_GE(frames.size(), 4u) << r->body;
   const std::string id = frames[0]["id"];
   EXPECT_EQ(id.rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(r->get_header_value("x-request-id"), id);
+  EXPECT_EQ(frames[0]["system_fingerprint"], SystemFingerprint("stories260K"));
   for (const Json& f : frames) {
     EXPECT_EQ(f["id"], id);
     EXPECT_EQ(f["object"], "chat.completion.chunk");
