@@ -33,6 +33,32 @@ absl::Status WithOpenAiCode(absl::Status status, std::string_view code, std::str
 std::string ErrorParam(const absl::Status& status) { return Payload(status, kParamUrl); }
 std::string ErrorCode(const absl::Status& status) { return Payload(status, kCodeUrl); }
 
+absl::Status ClientFacing(const absl::Status& status) {
+  if (status.ok()) return status;
+  absl::string_view message;
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+      message = "a node of the cluster stopped answering during the request; try again";
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      message = "the cluster made no progress on the request in time";
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      message = "the cluster ran out of capacity for the request";
+      break;
+    case absl::StatusCode::kCancelled:
+      message = "the request was cancelled";
+      break;
+    default:
+      message = "the cluster could not complete the request";
+      break;
+  }
+  absl::Status out(status.code(), message);
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
 HttpError ToHttpError(const absl::Status& status) {
   int http = 500;
   std::string type = "server_error";

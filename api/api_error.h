@@ -43,6 +43,11 @@ struct HttpError {
 // `param` and `code` are JSON null when not attached (and no default applies).
 HttpError ToHttpError(const absl::Status& status);
 
+// What a client is told of an error that happened inside the cluster while
+// its request ran: the same code and OpenAI fields, and a message that names
+// no node, address or stage (those stay in the head's log).
+absl::Status ClientFacing(const absl::Status& status);
+
 }  // namespace ringlm
 
 #endif  // RINGLM_API_API_ERROR_H_

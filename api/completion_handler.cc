@@ -144,7 +144,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
     text += stream->Poll(kPollInterval);
   }
   if (stream->state() != GenerationStream::State::kDone) {
-    return SetErrorResponse(stream->error(), res);
+    return SetErrorResponse(ClientFacing(stream->error()), res);
   }
   const ResponseMeta meta{request.kind == CompletionRequest::Kind::kChat,
                           NewCompletionId(request.kind == CompletionRequest::Kind::kChat),
@@ -217,7 +217,7 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
       }
     } else {
       // Headers are gone already: report the error in-band, as OpenAI does.
-      tail = "data: " + ToHttpError(gen.error()).body + "\n\n";
+      tail = "data: " + ToHttpError(ClientFacing(gen.error())).body + "\n\n";
     }
     tail += kSseDone;
     if (!write(tail)) return false;

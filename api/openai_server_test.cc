@@ -339,9 +339,15 @@ TEST_F(ApiServerTest, BackendErrorsMapToStatuses) {
   Script("", FakeScript{.submit_error = absl::ResourceExhaustedError("busy")});
   ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "server_overloaded",
               nullptr);
-  Script("Hi there", FakeScript{.error = absl::UnavailableError("stage 2 died")});
-  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "service_unavailable",
-              nullptr);
+  Script("Hi there",
+         FakeScript{.error = absl::UnavailableError(
+                        "node node-3f2a (10.0.0.7:47801) stopped answering: stage 2 died")});
+  httplib::Result plain = Post("/v1/chat/completions", kHello);
+  ExpectError(plain, 503, "server_error", "service_unavailable", nullptr);
+  // Errors from inside the cluster name no node, address or stage.
+  for (const char* internal : {"node-3f2a", "10.0.0.7", "stage 2"}) {
+    EXPECT_EQ(plain->body.find(internal), std::string::npos) << plain->body;
+  }
   // Streaming: headers are sent, so the error arrives in-band before [DONE].
   httplib::Result r =
       Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"stream":true})");
@@ -349,6 +355,7 @@ TEST_F(ApiServerTest, BackendErrorsMapToStatuses) {
   std::vector<Json> frames = SseFrames(r->body);
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.back()["error"]["code"], "service_unavailable");
+  EXPECT_EQ(r->body.find("10.0.0.7"), std::string::npos) << r->body;
 }
 
 TEST_F(ApiServerTest, NotReadyAndOverloadedGet503) {
