@@ -131,6 +131,52 @@ absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
   return absl::OkStatus();
 }
 
+// Every top-level field a request may carry: the one it names (messages or
+// prompt) and these. Anything else, OpenAI's tools, response_format or
+// logprobs included, is refused by name, so that no client believes it got
+// what it asked for.
+constexpr std::string_view kCommonFields[] = {"model",
+                                              "stream",
+                                              "stream_options",
+                                              "max_tokens",
+                                              "max_completion_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "top_k",
+                                              "min_p",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "seed",
+                                              "stop",
+                                              "n",
+                                              "user"};
+
+// True for the values of unimplemented fields that ask for nothing, as
+// clients send them by default: logprobs false, no tools, plain text output.
+bool AsksNothing(const std::string& name, const Json& value) {
+  if (name == "logprobs") return value.is_boolean() && !value.get<bool>();
+  if (name == "top_logprobs") return value.is_number_integer() && value.get<int64_t>() == 0;
+  if (name == "tools" || name == "logit_bias") return value.empty();
+  if (name == "tool_choice") return value.is_string() && value.get<std::string>() == "none";
+  if (name == "response_format") {
+    const Json* type = value.is_object() ? Field(value, "type") : nullptr;
+    return type != nullptr && type->is_string() && type->get<std::string>() == "text";
+  }
+  return false;
+}
+
+absl::Status CheckFieldsKnown(const Json& body, std::string_view own_field) {
+  for (const auto& [name, value] : body.items()) {
+    if (name == own_field) continue;
+    bool known = AsksNothing(name, value);
+    for (std::string_view field : kCommonFields) known |= name == field;
+    if (!known) {
+      return InvalidFieldError(name, absl::StrCat("'", name, "' is not supported by this server"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Json> ParseObject(std::string_view body, const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseJsonWithLimits(body, limits));
   if (!json.is_object()) return InvalidFieldError("", "the request body must be a JSON object");
@@ -174,6 +220,7 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
 absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
+  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, "messages"));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kChat;
   const Json* messages = Field(json, "messages");
@@ -205,6 +252,7 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
 absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
+  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, "prompt"));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kText;
   const Json* prompt = Field(json, "prompt");

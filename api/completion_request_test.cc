@@ -23,7 +23,7 @@ TEST(CompletionRequestTest, ParsesChatFieldsAndDefaults) {
                  {"role": "assistant", "content": null}],
     "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "seed": 42, "stop": "\n",
     "presence_penalty": 0.25, "frequency_penalty": -0.5, "n": 1, "logprobs": false,
-    "some_future_field": {"x": 1}})");
+    "user": "u-1"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->kind, CompletionRequest::Kind::kChat);
   EXPECT_EQ(r->model, "m");
@@ -81,6 +81,18 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"temperature":"hot")"), "temperature");
   ExpectInvalid(chat(R"(,"temperature":-1)"), "temperature");
   ExpectInvalid(chat(R"(,"temperature":2.5)"), "temperature");
+  // Fields this server does not implement are refused by name, not ignored.
+  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f"}}])"), "tools");
+  ExpectInvalid(chat(R"(,"some_future_field":{"x":1})"), "some_future_field");
+  ExpectInvalid(chat(R"(,"response_format":{"type":"sound"})"), "response_format");
+  ExpectInvalid(chat(R"(,"logprobs":true)"), "logprobs");
+  // Their "ask for nothing" values are what clients send by default.
+  for (const char* fine : {R"(,"logprobs":false)", R"(,"tools":[])", R"(,"tool_choice":"none")",
+                           R"(,"response_format":{"type":"text"})", R"(,"logit_bias":{})"}) {
+    EXPECT_TRUE(chat(fine).ok()) << fine;
+  }
+  ExpectInvalid(chat(R"(,"prompt":"x")"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":"x","messages":[]})"), "messages");
   ExpectInvalid(chat(R"(,"top_p":0)"), "top_p");
   ExpectInvalid(chat(R"(,"presence_penalty":3)"), "presence_penalty");
   ExpectInvalid(chat(R"(,"seed":1.5)"), "seed");

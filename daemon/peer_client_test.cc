@@ -1,6 +1,7 @@
 #include "daemon/peer_client.h"
 
 #include "gtest/gtest.h"
+#include "security/grpc_test_environment.h"
 
 namespace ringlm {
 namespace {

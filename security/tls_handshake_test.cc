@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "proto/ringlm.grpc.pb.h"
+#include "security/grpc_test_environment.h"
 #include "security/tls_credentials.h"
 
 namespace ringlm {
@@ -88,7 +89,10 @@ class TlsHandshakeTest : public testing::Test {
   }
 
   void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + kDeadline);
+    if (server_ == nullptr) return;
+    server_->Shutdown(std::chrono::system_clock::now() + kDeadline);
+    server_->Wait();
+    server_.reset();
   }
 
   // One Health call with `credentials`; the server as the client saw it goes

@@ -1,0 +1,28 @@
+// For test binaries that open gRPC channels or servers: shuts the gRPC
+// library down synchronously when the tests end, so no handshake or
+// connection is still being torn down on gRPC's own threads when the
+// process exits (LeakSanitizer would then report its buffers as leaked).
+// Include in exactly one file of a test binary. Test-only.
+#ifndef RINGLM_SECURITY_GRPC_TEST_ENVIRONMENT_H_
+#define RINGLM_SECURITY_GRPC_TEST_ENVIRONMENT_H_
+
+#include <grpc/grpc.h>
+
+#include "gtest/gtest.h"
+
+namespace ringlm::testing_internal {
+
+class GrpcLibraryEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { grpc_init(); }
+  // Every channel and server of the tests is gone by now: this drops the
+  // last reference and waits for the library's cleanup to finish.
+  void TearDown() override { grpc_shutdown_blocking(); }
+};
+
+inline ::testing::Environment* const kGrpcLibraryEnvironment =
+    ::testing::AddGlobalTestEnvironment(new GrpcLibraryEnvironment);
+
+}  // namespace ringlm::testing_internal
+
+#endif  // RINGLM_SECURITY_GRPC_TEST_ENVIRONMENT_H_
