@@ -152,7 +152,12 @@ absl::Status Node::Start() {
   RINGLM_RETURN_IF_ERROR(RegisterGauges());
   if (o.metrics_port.has_value()) {
     metrics_server_ = std::make_unique<MetricsServer>(metrics_->registry);
-    RINGLM_RETURN_IF_ERROR(metrics_server_->Start(o.metrics_host, *o.metrics_port));
+    absl::Status s = metrics_server_->Start(o.metrics_host, *o.metrics_port);
+    if (!s.ok() && o.metrics_port_is_default) {
+      spdlog::warn("{}; serving /metrics on a free port instead", std::string(s.message()));
+      s = metrics_server_->Start(o.metrics_host, 0);
+    }
+    RINGLM_RETURN_IF_ERROR(s);
     spdlog::info("metrics at http://{}:{}/metrics", advertise_host_, metrics_server_->port());
   }
   ready_ = true;

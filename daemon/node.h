@@ -60,6 +60,10 @@ struct NodeOptions {
   // GET /metrics; port 0 = any free port, nullopt = off.
   std::optional<uint16_t> metrics_port;
   std::string metrics_host = "0.0.0.0";
+  // The port was derived (gRPC port + 1000), not asked for: when something
+  // else holds it, /metrics moves to a free port (with a warning) instead of
+  // the node failing to start.
+  bool metrics_port_is_default = false;
 };
 
 // Owns the model mapping, thread pool, discovery, cluster view, stage

@@ -73,7 +73,8 @@ void AddFlags(ArgParser& p) {
             "may differ in the last bits");
   p.AddOption("metrics-port", "N",
               "serve GET /metrics (Prometheus) on this port; 0 picks a free one "
-              "(default: gRPC port + 1000, or off when the gRPC port is 0)");
+              "(default: gRPC port + 1000, or a free one when that is taken; off when the gRPC "
+              "port is 0)");
   p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
 }
 
@@ -178,6 +179,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     o.metrics_port = static_cast<uint16_t>(*m);
   } else if (o.grpc_port != 0 && o.grpc_port <= 65535 - 1000) {
     o.metrics_port = static_cast<uint16_t>(o.grpc_port + 1000);
+    o.metrics_port_is_default = true;
   }
   return o;
 }

@@ -288,5 +288,45 @@ TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
   EXPECT_NE(cluster.node(0).Log().find("discovery: ignoring"), std::string::npos) << cluster.Logs();
 }
 
+TEST(ClusterTest, ATakenDefaultMetricsPortDoesNotStopANode) {
+  // Something else listens on gRPC port + 1000, the default metrics port.
+  uint16_t grpc_port = 0;
+  int blocker = -1;
+  for (int attempt = 0; attempt < 20 && blocker < 0; ++attempt) {
+    grpc_port = testing::FreeTcpPort();
+    if (grpc_port == 0 || grpc_port > 65535 - 1000) continue;
+    blocker = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(grpc_port + 1000);
+    if (bind(blocker, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(blocker, 1) != 0) {
+      close(blocker);
+      blocker = -1;
+    }
+  }
+  ASSERT_GE(blocker, 0);
+  const std::string dir = testing::MakeTempDir("metrics-port");
+  auto node = ChildProcess::Start(
+      {testing::RinglmdPath(), "--model", testing::ModelPath("stories260K-f32.gguf"), "--grpc-host",
+       "127.0.0.1", "--grpc-port", std::to_string(grpc_port), "--discovery-port",
+       std::to_string(testing::FreeUdpPort()), "--loopback-only", "--insecure", "--state-dir",
+       dir + "/state", "--threads", "1"},
+      dir + "/node.log");
+  ASSERT_TRUE(node.ok());
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        return (*node)->Log().find("serving /metrics on a free port instead") != std::string::npos;
+      },
+      20s))
+      << (*node)->Log();
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return (*node)->Log().find("serving gRPC") != std::string::npos; }, 20s))
+      << (*node)->Log();
+  EXPECT_TRUE((*node)->Running());
+  close(blocker);
+}
+
 }  // namespace
 }  // namespace ringlm

@@ -238,7 +238,8 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
   const std::string build_dir = RINGLM_BINARY_DIR;
 
   // Free ports a moment ago; the script checks them again and refuses busy
-  // ones, so retry a few times with fresh ones.
+  // ones, and another process may still take one before a daemon binds it,
+  // so retry a few times with fresh ones.
   testing::CommandResult up;
   uint16_t base = 0, api = 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -249,7 +250,11 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
                                  " --build-dir ", ShellQuote(build_dir), " --model ",
                                  ShellQuote(model), " --base-port ", base, " --api-port ", api,
                                  " --run-dir ", ShellQuote(run_dir_)));
-    if (up.exit_code == 0 || !absl::StrContains(up.output, "ports in use")) break;
+    // Lost a race for a port (the script's check, or a daemon's bind): again.
+    if (up.exit_code == 0 || (!absl::StrContains(up.output, "ports in use") &&
+                              !absl::StrContains(up.output, "is the port in use?"))) {
+      break;
+    }
   }
   ASSERT_EQ(up.exit_code, 0) << up.output;
   const std::string api_url = absl::StrCat("http://127.0.0.1:", api);
