@@ -2,8 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 
 namespace ringlm {
@@ -24,10 +22,7 @@ void AddClientSecurityFlags(ArgParser& p) {
 
 absl::StatusOr<ClientSecurity> ReadClientSecurity(const ArgParser& p) {
   ClientSecurity security;
-  std::string file = p.GetString("cluster-key");
-  if (file.empty()) {
-    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) file = env;
-  }
+  const std::string file = ClusterKeyFile(p.GetString("cluster-key"));
   if (p.GetFlag("insecure")) {
     if (!file.empty()) {
       return absl::InvalidArgumentError("--insecure and a cluster key exclude each other");

@@ -2,7 +2,6 @@
 // cluster shares (docs/security.md); `ringlm join-command` prints the one
 // line that installs it on another machine and starts a node there.
 #include <cstdio>
-#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "cli/cli_common.h"
@@ -53,10 +52,7 @@ int RunJoinCommand(const std::vector<std::string>& args) {
   p.AddOption("key-path", "PATH", "where the joining machine keeps the key",
               "/etc/ringlm/cluster.key");
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
-  std::string file = p.GetString("cluster-key");
-  if (file.empty()) {
-    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) file = env;
-  }
+  const std::string file = ClusterKeyFile(p.GetString("cluster-key"));
   if (file.empty()) {
     return Fail(
         absl::InvalidArgumentError("--cluster-key FILE (or RINGLM_CLUSTER_KEY_FILE) is "

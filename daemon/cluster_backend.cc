@@ -25,9 +25,6 @@ FinishReason FromProto(v1::FinishReason f) {
   }
 }
 
-// 128 random bits from the CSPRNG: ids are capabilities, never guessable.
-std::string NewId(const char* prefix) { return RandomId(prefix); }
-
 // Cancels its request when dropped, unless it already ended.
 class OriginHandle : public GenerationHandle {
  public:
@@ -65,8 +62,9 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
   }
   RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
   OriginRequest r;
-  r.request_id = NewId("req-");
-  r.session_id = request.reuse.session_id.empty() ? NewId("tmp-") : request.reuse.session_id;
+  // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
+  r.request_id = RandomId("req-");
+  r.session_id = request.reuse.session_id.empty() ? RandomId("tmp-") : request.reuse.session_id;
   r.plan = node_.cluster().current()->plan;
   r.prompt = std::move(request.prompt);
   r.sampling = SamplingToProto(request.sampling);

@@ -3,7 +3,6 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "absl/strings/str_split.h"
@@ -12,6 +11,7 @@
 #include "daemon/cluster_backend.h"
 #include "daemon/node.h"
 #include "inference/ops/matmul.h"
+#include "security/cluster_key.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -108,12 +108,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   if (!p.Has("model")) return absl::InvalidArgumentError("--model is required");
   o.model_path = p.GetString("model");
   o.insecure = p.GetFlag("insecure");
-  o.cluster_key_file = p.GetString("cluster-key");
-  if (o.cluster_key_file.empty()) {
-    if (const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE"); env != nullptr) {
-      o.cluster_key_file = env;
-    }
-  }
+  o.cluster_key_file = ClusterKeyFile(p.GetString("cluster-key"));
   if (o.insecure && !o.cluster_key_file.empty()) {
     return absl::InvalidArgumentError("--insecure and a cluster key exclude each other");
   }

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
@@ -133,5 +134,11 @@ std::string ClusterKey::ClusterId() const {
 }
 
 std::string ClusterKey::CaPrivateKeySeed() const { return HkdfSha256(bytes(), kCaInfo, 32); }
+
+std::string ClusterKeyFile(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  const char* env = std::getenv("RINGLM_CLUSTER_KEY_FILE");
+  return env != nullptr ? env : "";
+}
 
 }  // namespace ringlm

@@ -88,6 +88,10 @@ class ClusterKey {
   std::array<unsigned char, kBytes> secret_{};
 };
 
+// The cluster key file a command was given: `flag_value` when not empty,
+// else $RINGLM_CLUSTER_KEY_FILE, else "".
+std::string ClusterKeyFile(const std::string& flag_value);
+
 }  // namespace ringlm
 
 #endif  // RINGLM_SECURITY_CLUSTER_KEY_H_
