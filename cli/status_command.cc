@@ -27,6 +27,8 @@ std::string StateName(v1::NodeState s) {
       return "idle";
     case v1::NODE_STATE_NO_FIT:
       return "no-fit";
+    case v1::NODE_STATE_FETCHING:
+      return "fetching";
     default:
       return "unknown";
   }

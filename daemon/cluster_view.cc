@@ -76,7 +76,7 @@ bool ClusterView::Converged() const {
   const auto stale = 3 * options_.health_interval + std::chrono::seconds(1);
   const auto now = std::chrono::steady_clock::now();
   absl::MutexLock lock(&mu_);
-  if (!current_->has_plan()) return false;
+  if (!current_->has_plan() || applied_ != current_->partition_key) return false;
   for (const Stage& st : current_->partition.stages) {
     if (st.node_id == self_.node_id) continue;
     auto it = peer_health_.find(st.node_id);
@@ -86,6 +86,16 @@ bool ClusterView::Converged() const {
     }
   }
   return true;
+}
+
+void ClusterView::MarkApplied(const std::string& partition_key) {
+  absl::MutexLock lock(&mu_);
+  applied_ = partition_key;
+}
+
+std::string ClusterView::applied_partition() const {
+  absl::MutexLock lock(&mu_);
+  return applied_;
 }
 
 void ClusterView::ReportUnreachable(const std::string& node_id) {

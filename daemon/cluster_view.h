@@ -58,7 +58,7 @@ struct ClusterSnapshot {
 // SPKI fingerprint is the announced one (PeerTable::MarkVerified).
 //
 // Owns one thread (Start/Stop). `on_change` runs on that thread after each
-// recomputation. Thread-safe.
+// recomputation, before current() returns the new snapshot. Thread-safe.
 class ClusterView {
  public:
   ClusterView(ClusterOptions options, NodeDescriptor self, ModelFootprint footprint,
@@ -80,7 +80,13 @@ class ClusterView {
   // True when this node has a plan and every other node in it answered its
   // latest authenticated health call, within the last few health intervals,
   // with the very same partition: requests can go out safely.
+  // This node, too, must have applied the current partition (MarkApplied).
   bool Converged() const;
+  // This node now holds its share of the partition with this key: what its
+  // health replies report, so no one serves a plan before every stage holds
+  // its layers (a node fetching its layers applies later than it computes).
+  void MarkApplied(const std::string& partition_key);
+  std::string applied_partition() const;
 
  private:
   void Loop();
@@ -103,6 +109,7 @@ class ClusterView {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, PeerHealth> peer_health_ ABSL_GUARDED_BY(mu_);
+  std::string applied_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   LogRateLimiter warnings_{std::chrono::seconds(30)};  // per peer
   std::thread thread_;

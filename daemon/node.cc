@@ -4,8 +4,11 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "daemon/model_bootstrap.h"
 #include "daemon/step_validator.h"
 #include "discovery/node_identity.h"
 #include "partition/device_probe.h"
@@ -64,10 +67,39 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
     node->announce_mac_key_ = key.AnnounceMacKey();
   }
   RINGLM_ASSIGN_OR_RETURN(node->metrics_, NodeMetrics::Create());
+  std::string model_path = o.model_path;
+  std::string expected_fingerprint;
+  if (o.model_from_peers) {
+    if (!model_path.empty()) {
+      return absl::InvalidArgumentError("--model and --model-from-peers exclude each other");
+    }
+    RINGLM_ASSIGN_OR_RETURN(BootstrappedModel b, node->Bootstrap(state_dir));
+    node->model_cache_ = std::move(b.cache);
+    model_path = node->model_cache_->gguf_path();
+    expected_fingerprint = b.fingerprint;
+  }
   ModelOptions model_options;
   model_options.layers = LayerRange{0, 0};  // ranges come from the partition
   model_options.context_size = o.context_size;
-  RINGLM_ASSIGN_OR_RETURN(node->model_, Model::Load(o.model_path, model_options));
+  RINGLM_ASSIGN_OR_RETURN(node->model_, Model::Load(model_path, model_options));
+  if (node->model_cache_ != nullptr) {
+    if (node->model_->fingerprint() != expected_fingerprint) {
+      // A member sent a header that is not the model it announced.
+      const std::string dir = node->model_cache_->dir();
+      node->model_.reset();
+      node->model_cache_.reset();
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+      return absl::DataLossError(
+          "the model header fetched from a member does not match the fingerprint the members "
+          "announce; it was discarded (start again to fetch it anew)");
+    }
+    node->share_ = ModelShare::ForCache(node->model_cache_, node->model_->fingerprint());
+  } else {
+    RINGLM_ASSIGN_OR_RETURN(
+        node->share_, ModelShare::ForFile(model_path, node->model_->file(),
+                                          node->model_->fingerprint(), state_dir + "/manifests"));
+  }
   const int threads = o.threads > 0 ? o.threads : DefaultThreadCount();
   ProbeOptions probe;
   probe.memory_override_bytes = o.memory_bytes;
@@ -89,6 +121,21 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   return node;
 }
 
+absl::StatusOr<BootstrappedModel> Node::Bootstrap(const std::string& state_dir) {
+  const NodeOptions& o = options_;
+  ModelBootstrapOptions b;
+  b.state_dir = state_dir;
+  b.node_id = node_id_;
+  b.discovery_enabled = o.discovery_enabled;
+  b.discovery = o.discovery;
+  b.discovery.mac_key = announce_mac_key_;
+  b.static_peers = o.cluster.static_peers;
+  b.fingerprint = o.model_fingerprint;
+  b.patience = o.model_wait;
+  PeerClient client(o.rpc, identity_, node_id_);
+  return BootstrapModel(b, client);
+}
+
 std::string Node::address() const { return absl::StrCat(advertise_host_, ":", grpc_port_); }
 
 absl::Status Node::Start() {
@@ -101,7 +148,8 @@ absl::Status Node::Start() {
       listen, identity_ ? ServerCredentials(*identity_) : grpc::InsecureServerCredentials(),
       &bound_port);
   builder.SetMaxReceiveMessageSize(o.rpc.max_message_bytes);
-  builder.SetMaxSendMessageSize(o.rpc.max_message_bytes);
+  // Replies may be larger: model chunks and manifests (kMaxModelMessageBytes).
+  builder.SetMaxSendMessageSize(std::max(o.rpc.max_message_bytes, kMaxModelMessageBytes));
   // What one connection may make this node hold: a bounded number of calls,
   // and a flow-control window that does not grow towards a peer that sends
   // messages it will refuse (BDP probing would let it grow to many MiB).
@@ -143,6 +191,14 @@ absl::Status Node::Start() {
         return absl::OkStatus();
       },
       [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); }, metrics_.get());
+  if (model_cache_ != nullptr) {
+    LayerFetcherOptions f;
+    f.fingerprint = model_->fingerprint();
+    f.cache_budget_bytes = o.model_cache_bytes;
+    fetcher_ = std::make_unique<LayerFetcher>(
+        f, model_cache_.get(), client_.get(), metrics_->fetch,
+        [this](std::shared_ptr<const ClusterSnapshot> s) { TakeRange(s); });
+  }
   RINGLM_ASSIGN_OR_RETURN(WeightFootprint fp, ComputeFootprint(model_->file(), config));
   ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes};
   cluster_ = std::make_unique<ClusterView>(
@@ -238,6 +294,7 @@ void Node::Stop() {
   if (stopped_.exchange(true)) return;
   if (metrics_server_) metrics_server_->Stop();
   if (discovery_) discovery_->Stop();
+  if (fetcher_) fetcher_->Stop();
   if (cluster_) cluster_->Stop();
   if (origin_) origin_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -262,11 +319,54 @@ absl::Status Node::WaitUntilServing(std::chrono::milliseconds patience) {
   return absl::OkStatus();
 }
 
-void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
-  std::optional<LayerRange> mine;
-  for (const Stage& s : snapshot->partition.stages) {
-    if (s.node_id == node_id_) mine = LayerRange{s.first_layer, s.last_layer};
+namespace {
+
+// This node's layers in `snapshot`, if any.
+std::optional<LayerRange> RangeOf(const ClusterSnapshot& snapshot, const std::string& node_id) {
+  for (const Stage& s : snapshot.partition.stages) {
+    if (s.node_id == node_id) return LayerRange{s.first_layer, s.last_layer};
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<size_t> Node::MissingTensors(LayerRange range) const {
+  std::vector<size_t> missing;
+  absl::StatusOr<StageWeights> weights = model_->LoadStage(range);
+  if (!weights.ok()) return missing;  // TakeRange reports it
+  const GgufTensorInfo* first = model_->file().tensors().data();
+  for (const GgufTensorInfo* t : weights->tensors()) {
+    const size_t index = static_cast<size_t>(t - first);
+    if (!model_cache_->Holds(index)) missing.push_back(index);
+  }
+  return missing;
+}
+
+void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
+  {
+    absl::MutexLock lock(&range_mu_);
+    latest_epoch_ = snapshot->epoch;
+  }
+  const std::optional<LayerRange> mine = RangeOf(*snapshot, node_id_);
+  if (fetcher_ != nullptr) {
+    std::vector<size_t> missing = mine ? MissingTensors(*mine) : std::vector<size_t>{};
+    if (!missing.empty()) {
+      // The plan waits: health replies keep naming the old partition until
+      // the tensors are in and TakeRange applies this one.
+      state_ = v1::NODE_STATE_FETCHING;
+      fetcher_->Request(snapshot, *mine, std::move(missing));
+      return;
+    }
+    fetcher_->Cancel();
+  }
+  TakeRange(snapshot);
+}
+
+void Node::TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot) {
+  absl::MutexLock lock(&range_mu_);
+  if (snapshot->epoch != latest_epoch_) return;  // a newer partition came meanwhile
+  const std::optional<LayerRange> mine = RangeOf(*snapshot, node_id_);
   const std::optional<LayerRange> held = stage_->range();
   const bool changed = held.has_value() != mine.has_value() ||
                        (held && (held->first != mine->first || held->last != mine->last));
@@ -285,20 +385,26 @@ void Node::OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot) {
         model_->Release(*old, weights.ok() ? &*weights : nullptr);
       }
     }
-    if (mine) {
-      if (weights.ok()) {
-        int last_decile = -1;
-        model_->PageIn(*weights, [&](uint64_t done, uint64_t total) {
-          const int decile = total == 0 ? 10 : static_cast<int>(done * 10 / total);
-          if (decile != last_decile && (decile % 5 == 0)) {
-            spdlog::info("paging in layers {}: {}% of {:.1f} MiB", FormatRange(mine), decile * 10,
-                         total / 1048576.0);
-          }
-          last_decile = decile;
-        });
+    if (mine && weights.ok()) {
+      if (model_cache_ != nullptr) {
+        std::vector<size_t> used;
+        for (const GgufTensorInfo* t : weights->tensors()) {
+          used.push_back(static_cast<size_t>(t - model_->file().tensors().data()));
+        }
+        model_cache_->Touch(used);
       }
+      int last_decile = -1;
+      model_->PageIn(*weights, [&](uint64_t done, uint64_t total) {
+        const int decile = total == 0 ? 10 : static_cast<int>(done * 10 / total);
+        if (decile != last_decile && (decile % 5 == 0)) {
+          spdlog::info("paging in layers {}: {}% of {:.1f} MiB", FormatRange(mine), decile * 10,
+                       total / 1048576.0);
+        }
+        last_decile = decile;
+      });
     }
   }
+  cluster_->MarkApplied(snapshot->partition_key);
   if (!snapshot->status.ok()) {
     state_ = snapshot->status.code() == absl::StatusCode::kResourceExhausted
                  ? v1::NODE_STATE_NO_FIT

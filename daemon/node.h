@@ -14,8 +14,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/cluster_view.h"
+#include "daemon/layer_fetcher.h"
 #include "daemon/metrics_server.h"
+#include "daemon/model_bootstrap.h"
+#include "daemon/model_share.h"
 #include "daemon/node_metrics.h"
 #include "daemon/origin.h"
 #include "daemon/peer_client.h"
@@ -31,6 +35,18 @@ namespace ringlm {
 
 struct NodeOptions {
   std::string model_path;
+  // No model file: learn the model from the cluster's members and fetch this
+  // node's layers from them, keeping them under the state dir
+  // (docs/model-fetch.md). `model_path` must then be empty.
+  bool model_from_peers = false;
+  // With model_from_peers: the fingerprint of the model to fetch; empty = the
+  // one model the members serve.
+  std::string model_fingerprint;
+  // Disk for fetched tensors; least recently used layers outside this node's
+  // range are dropped past it. 0 = no limit.
+  uint64_t model_cache_bytes = 0;
+  // How long to wait at start for a member that serves the model.
+  std::chrono::milliseconds model_wait{std::chrono::minutes(5)};
   // The cluster key file (docs/security.md). Required unless `insecure`.
   std::string cluster_key_file;
   // No TLS and no proof of identity: anyone on the network can join, read
@@ -94,6 +110,10 @@ class Node : public Transport {
   OriginRegistry& origin() { return *origin_; }
   DiscoveryService& discovery() { return *discovery_; }
   PeerClient& peers() { return *client_; }
+  // What this node serves to members that fetch the model.
+  ModelShare& share() { return *share_; }
+  // The partial copy, when the node runs without a model file; else null.
+  ModelCache* model_cache() const { return model_cache_.get(); }
   v1::NodeState state() const;
   // OK when the cluster has a plan every stage agrees on; waits up to
   // `patience` for that (nodes settle within a health interval or two),
@@ -125,7 +145,14 @@ class Node : public Transport {
 
  private:
   explicit Node(NodeOptions options);
+  // Finds the cluster's model and opens the partial copy (model_from_peers).
+  absl::StatusOr<BootstrappedModel> Bootstrap(const std::string& state_dir);
   void OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot);
+  // Takes this node's layers of `snapshot` (all tensors present), unless a
+  // newer partition came meanwhile.
+  void TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot);
+  // Tensors of `range` the partial copy does not hold yet.
+  std::vector<size_t> MissingTensors(LayerRange range) const;
   absl::Status RegisterGauges();
   // Where to call member `node_id`; FailedPrecondition for a non-member.
   absl::StatusOr<std::string> Resolve(const std::string& node_id) const;
@@ -135,7 +162,13 @@ class Node : public Transport {
   uint64_t instance_id_ = 0;
   DeviceCapabilities caps_;
   std::unique_ptr<NodeMetrics> metrics_;
+  std::shared_ptr<ModelCache> model_cache_;  // with model_from_peers only
   std::unique_ptr<Model> model_;
+  std::unique_ptr<ModelShare> share_;
+  std::unique_ptr<LayerFetcher> fetcher_;  // with model_from_peers only
+  // Serialises taking a layer range (cluster thread, fetcher thread).
+  absl::Mutex range_mu_;
+  uint64_t latest_epoch_ ABSL_GUARDED_BY(range_mu_) = 0;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PeerClient> client_;
   std::unique_ptr<DiscoveryService> discovery_;

@@ -39,6 +39,28 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
   RINGLM_ASSIGN_OR_RETURN(m->forward_seconds, r.AddHistogram("ringlm_stage_forward_seconds",
                                                              "This node's forward pass per step.",
                                                              ExponentialBuckets(0.0001, 2, 18)));
+  RINGLM_ASSIGN_OR_RETURN(m->fetch.bytes,
+                          r.AddCounter("ringlm_model_fetch_bytes_total",
+                                       "Verified tensor bytes fetched from members."));
+  RINGLM_ASSIGN_OR_RETURN(m->fetch.tensors, r.AddCounter("ringlm_model_fetch_tensors_total",
+                                                         "Tensors fetched and committed."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->fetch.bad_chunks,
+      r.AddCounter("ringlm_model_fetch_bad_chunks_total",
+                   "Fetched chunks that failed verification (their source is avoided)."));
+  RINGLM_ASSIGN_OR_RETURN(m->fetch.failed_calls,
+                          r.AddCounter("ringlm_model_fetch_failed_calls_total",
+                                       "Fetch calls to members that failed in transport."));
+  RINGLM_ASSIGN_OR_RETURN(m->fetch.pending_bytes,
+                          r.AddGauge("ringlm_model_fetch_pending_bytes",
+                                     "Bytes the fetch in progress must still bring in."));
+  RINGLM_ASSIGN_OR_RETURN(m->share.served_bytes,
+                          r.AddCounter("ringlm_model_served_bytes_total",
+                                       "Tensor bytes this node sent to members that fetch."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->share.refused_streams,
+      r.AddCounter("ringlm_model_served_refused_total",
+                   "Fetches refused because this node served as many as it allows."));
   return m;
 }
 

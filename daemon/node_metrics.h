@@ -6,6 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "base/metrics.h"
+#include "daemon/layer_fetcher.h"
+#include "daemon/model_share.h"
 
 namespace ringlm {
 
@@ -31,6 +33,9 @@ struct NodeMetrics {
   Histogram* time_per_token_seconds = nullptr;
   // This node's forward pass over its layers, per step.
   Histogram* forward_seconds = nullptr;
+  // Model distribution: what this node fetched, and what it served.
+  LayerFetcherMetrics fetch;
+  ModelShareMetrics share;
 };
 
 }  // namespace ringlm

@@ -215,7 +215,7 @@ class NodeService final : public v1::RingNode::CallbackService {
       reply->set_instance_id(node_.instance_id());
       reply->set_security(node_.security_mode());
       reply->set_cluster_id(node_.cluster_id());
-      if (node_.ready()) reply->set_partition(node_.cluster().current()->partition_key);
+      if (node_.ready()) reply->set_partition(node_.cluster().applied_partition());
     }
     return Done(ctx, s);
   }
@@ -306,6 +306,24 @@ class NodeService final : public v1::RingNode::CallbackService {
     return Done(ctx, s);
   }
 
+  // Model distribution: any node of the cluster (one that is still learning
+  // the model is not a member yet), never a client.
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* ctx,
+                                     const v1::GetModelRequest* request,
+                                     v1::GetModelReply* reply) override {
+    absl::Status s = ClusterNode(ctx);
+    if (s.ok()) s = CheckVersion(request->protocol_version());
+    if (s.ok()) ServeGetModel(&node_.share(), *request, reply, &s);
+    return Done(ctx, s);
+  }
+
+  grpc::ServerWriteReactor<v1::TensorChunk>* FetchTensor(
+      grpc::CallbackServerContext* ctx, const v1::FetchTensorRequest* request) override {
+    absl::Status s = ClusterNode(ctx);
+    if (s.ok()) s = CheckVersion(request->protocol_version());
+    return ServeFetchTensor(&node_.share(), *request, s, node_.metrics().share);
+  }
+
   grpc::ServerWriteReactor<v1::GenerateEvent>* Generate(
       grpc::CallbackServerContext* ctx, const v1::GenerateRequest* request) override {
     absl::Status s = Authenticate(ctx).status();
@@ -342,6 +360,15 @@ class NodeService final : public v1::RingNode::CallbackService {
     }
     return Caller{id.role == Role::kNode ? Caller::Role::kNode : Caller::Role::kClient,
                   id.common_name, true, id.spki_fingerprint};
+  }
+
+  // A caller with a node certificate of this cluster.
+  absl::Status ClusterNode(grpc::CallbackServerContext* ctx) const {
+    absl::StatusOr<Caller> caller = Authenticate(ctx);
+    if (caller.ok() && !caller->is_node()) {
+      return absl::PermissionDeniedError("clients may not fetch the model");
+    }
+    return caller.status();
   }
 
   // A node of the cluster whose certificate key is the one pinned for its

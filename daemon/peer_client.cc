@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace ringlm {
@@ -28,7 +30,7 @@ std::shared_ptr<v1::RingNode::Stub> PeerClient::Stub(const std::string& address)
   // flight keep theirs) rather than grow without limit.
   if (stubs_.size() >= kMaxChannels) stubs_.clear();
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxReceiveMessageSize(std::max(options_.max_message_bytes, kMaxModelMessageBytes));
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   // Fail fast on a dead peer instead of backing off for a long time.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
@@ -116,6 +118,32 @@ absl::Status PeerClient::DropSession(const std::string& address, const std::stri
   req.set_session_id(session_id);
   v1::DropSessionReply reply;
   return FromGrpc(Stub(address)->DropSession(&ctx, req, &reply), address);
+}
+
+absl::Status PeerClient::GetModel(const std::string& address, const v1::GetModelRequest& request,
+                                  v1::GetModelReply* reply) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, options_.control_timeout);
+  return FromGrpc(Stub(address)->GetModel(&ctx, request, reply), address);
+}
+
+absl::Status PeerClient::FetchTensor(const std::string& address,
+                                     const v1::FetchTensorRequest& request, uint64_t expected_bytes,
+                                     const std::function<bool(const v1::TensorChunk&)>& on_chunk) {
+  grpc::ClientContext ctx;
+  const uint64_t rate = std::max<uint64_t>(options_.fetch_min_bytes_per_second, 1);
+  Prepare(ctx, options_.fetch_timeout + std::chrono::milliseconds(expected_bytes * 1000 / rate));
+  std::unique_ptr<grpc::ClientReader<v1::TensorChunk>> reader =
+      Stub(address)->FetchTensor(&ctx, request);
+  v1::TensorChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (!on_chunk(chunk)) {
+      ctx.TryCancel();
+      (void)reader->Finish();
+      return absl::OkStatus();
+    }
+  }
+  return FromGrpc(reader->Finish(), address);
 }
 
 }  // namespace ringlm

@@ -3,6 +3,7 @@
 #define RINGLM_DAEMON_PEER_CLIENT_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,7 +24,15 @@ struct RpcOptions {
   std::chrono::milliseconds step_timeout{10000};    // StageStep: queueing only, but large bodies
   std::chrono::milliseconds control_timeout{3000};  // DeliverToken, Cancel, stats, topology
   int max_message_bytes = 64 << 20;
+  // FetchTensor: a call may take this long plus one second per
+  // fetch_min_bytes_per_second of the bytes it asks for.
+  std::chrono::milliseconds fetch_timeout{15000};
+  uint64_t fetch_min_bytes_per_second = 4 << 20;
 };
+
+// The largest model-distribution message (a chunk, or a manifest) either end
+// accepts; step messages keep their own, smaller bound.
+inline constexpr int kMaxModelMessageBytes = 16 << 20;
 
 // Maps a gRPC status onto absl's codes, keeping the message and naming the
 // peer, so callers deal in absl::Status only.
@@ -51,6 +60,13 @@ class PeerClient {
                             v1::DeliverTokenReply* reply);
   absl::Status Cancel(const std::string& address, const std::string& request_id);
   absl::Status DropSession(const std::string& address, const std::string& session_id);
+  absl::Status GetModel(const std::string& address, const v1::GetModelRequest& request,
+                        v1::GetModelReply* reply);
+  // Streams the chunks of one FetchTensor call to `on_chunk`, which returns
+  // false to stop early (then OK). The deadline allows for `expected_bytes`.
+  absl::Status FetchTensor(const std::string& address, const v1::FetchTensorRequest& request,
+                           uint64_t expected_bytes,
+                           const std::function<bool(const v1::TensorChunk&)>& on_chunk);
 
   // Closes the channels to every address not in `keep`.
   void Retain(const std::set<std::string>& keep);

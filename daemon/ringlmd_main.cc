@@ -19,6 +19,19 @@ namespace {
 
 void AddFlags(ArgParser& p) {
   p.AddOption("model", "PATH", "GGUF model file (every node of a cluster runs the same one)");
+  p.AddFlag("model-from-peers",
+            "no model file: learn the model from the cluster and fetch only this node's layers "
+            "from members, verified, kept under --state-dir across restarts");
+  p.AddOption("model-fingerprint", "FP",
+              "with --model-from-peers: the model to fetch, as `ringlm status` names it "
+              "(default: the one model the members serve)");
+  p.AddOption("model-cache-gb", "GB",
+              "with --model-from-peers: disk for fetched layers; least recently used layers "
+              "outside this node's range are dropped past it (default: no limit)");
+  p.AddOption("model-wait-s", "S",
+              "with --model-from-peers: how long to wait at start for a member that serves the "
+              "model",
+              "300");
   p.AddOption("cluster-key", "FILE",
               "the cluster key (make one with `ringlm keygen --out FILE`, copy it to every node, "
               "mode 0600); default: $RINGLM_CLUSTER_KEY_FILE");
@@ -105,8 +118,27 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
 
 absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   NodeOptions o;
-  if (!p.Has("model")) return absl::InvalidArgumentError("--model is required");
+  o.model_from_peers = p.GetFlag("model-from-peers");
+  if (p.Has("model") == o.model_from_peers) {
+    return absl::InvalidArgumentError("give either --model PATH or --model-from-peers");
+  }
   o.model_path = p.GetString("model");
+  if (!o.model_from_peers && (p.Has("model-fingerprint") || p.Has("model-cache-gb"))) {
+    return absl::InvalidArgumentError(
+        "--model-fingerprint and --model-cache-gb go with --model-from-peers");
+  }
+  o.model_fingerprint = p.GetString("model-fingerprint");
+  if (p.Has("model-cache-gb")) {
+    absl::StatusOr<double> gb = p.GetDouble("model-cache-gb");
+    if (!gb.ok()) return gb.status();
+    if (!(*gb > 0 && *gb < 1e6)) {
+      return absl::InvalidArgumentError("--model-cache-gb must be above 0");
+    }
+    o.model_cache_bytes = static_cast<uint64_t>(*gb * 1e9);
+  }
+  auto wait = p.GetInt("model-wait-s", 1, 86400);
+  if (!wait.ok()) return wait.status();
+  o.model_wait = std::chrono::seconds(*wait);
   o.insecure = p.GetFlag("insecure");
   o.cluster_key_file = ClusterKeyFile(p.GetString("cluster-key"));
   if (o.insecure && !o.cluster_key_file.empty()) {
@@ -180,7 +212,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
 }
 
 int Main(int argc, char** argv) {
-  ArgParser p("ringlmd --model PATH [options]",
+  ArgParser p("ringlmd (--model PATH | --model-from-peers) [options]",
               "The ringlm node daemon. Start one on every machine of a LAN with the same model;\n"
               "they find each other by UDP broadcast, split the layers by memory, and pass\n"
               "activations around the ring over gRPC. Stop with Ctrl-C or SIGTERM.");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A ring of ringlmd hosts on one machine, each in its own network namespace.
 #
-#   deploy/netns-cluster.sh up N [--model PATH] [--daemon-args "..."]
+#   deploy/netns-cluster.sh up N [--model PATH] [--model-only-on K]
+#                                [--daemon-args "..."]
 #                                [--cluster-key FILE | --insecure]
 #   deploy/netns-cluster.sh down [N]
 #   deploy/netns-cluster.sh status
@@ -14,6 +15,9 @@
 #   ringlm-hK      : eth0 (veth into br0) 10.99.0.K/24 brd 10.99.0.255, lo up,
 #                    no default route; one ringlmd (gRPC 0.0.0.0:47801, default
 #                    discovery: directed broadcast to 10.99.0.255 plus loopback)
+#                    With --model-only-on K, only host K gets the model file;
+#                    the others start with --model-from-peers and fetch their
+#                    layers from it into their own state dirs.
 #
 # Every host runs with the same cluster key: --cluster-key FILE, else
 # RUN_DIR/cluster.key (made with `ringlm keygen` when missing).
@@ -44,14 +48,15 @@ die() { log "error: $*"; exit 1; }
 
 usage() {
   cat >&2 <<EOF
-usage: $0 up N [--model PATH] [--daemon-args "ARGS"]
+usage: $0 up N [--model PATH] [--model-only-on K] [--daemon-args "ARGS"]
        $0 down [N]
        $0 status
 
 up      creates namespace $BRIDGE_NS (bridge br0) and N host namespaces
         ${HOST_NS}1..N (addresses $PREFIX.1..N/24), after adding a blackhole
         route for $SUBNET in the root namespace, and starts one ringlmd per host.
-        An existing cluster is torn down first.
+        An existing cluster is torn down first. --model-only-on K gives the
+        model file to host K only; the others fetch their layers from peers.
 down    stops the daemons, deletes the namespaces (and with them the veths) and
         removes the blackhole route. Safe to run any number of times.
 status  shows namespaces, route, daemons, and the cluster as host 1 sees it.
@@ -198,11 +203,14 @@ cmd_up() {
   local n="$1"; shift
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le $MAX_HOSTS ]] || die "up: N must be 1..$MAX_HOSTS, got '$n'"
   local model="$REPO/../shared/models/stories260K-f32.gguf" daemon_args="" key="" insecure=0
+  local only_on=0
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --model) [[ $# -ge 2 ]] || die "--model needs a path"; model="$2"; shift 2 ;;
       --cluster-key) [[ $# -ge 2 ]] || die "--cluster-key needs a file"; key="$2"; shift 2 ;;
       --insecure) insecure=1; shift ;;
+      --model-only-on) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die "--model-only-on needs a host number"
+        only_on="$2"; shift 2 ;;
       --daemon-args) [[ $# -ge 2 ]] || die "--daemon-args needs a value"; daemon_args="$2"; shift 2 ;;
       -h|--help) usage ;;
       *) die "up: unknown option '$1'" ;;
@@ -211,6 +219,7 @@ cmd_up() {
   require_root
   [[ -x "$RINGLMD" ]] || die "ringlmd not found at $RINGLMD (build it, or set RINGLMD)"
   [[ -f "$model" ]] || die "model not found: $model"
+  [[ $only_on -le $n ]] || die "--model-only-on $only_on: there are only $n hosts"
   model="$(cd "$(dirname "$model")" && pwd)/$(basename "$model")"
   local memory=()
   IFS=',' read -r -a memory <<<"$MEMORY_LIST"
@@ -268,7 +277,9 @@ cmd_up() {
     local ns="$HOST_NS$k" dir="$RUN_ABS/h$k"
     local mem="${memory[$(((k - 1) % ${#memory[@]}))]}"
     mkdir -p "$dir/state"
-    nohup ip netns exec "$ns" "$RINGLMD" --model "$model" --grpc-host 0.0.0.0 \
+    local source=(--model "$model")
+    [[ $only_on -eq 0 || $only_on -eq $k ]] || source=(--model-from-peers)
+    nohup ip netns exec "$ns" "$RINGLMD" "${source[@]}" --grpc-host 0.0.0.0 \
       --grpc-port "$GRPC_PORT" --memory-mb "$mem" --state-dir "$dir/state" "${security[@]}" \
       "${extra[@]}" \
       </dev/null >"$dir/ringlmd.log" 2>&1 &

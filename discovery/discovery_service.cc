@@ -137,14 +137,19 @@ absl::Status DiscoveryService::Start(Announcement self) {
     self_ = std::move(self);
     targets_ = *std::move(targets);
     bound_port_ = *port;
-    spdlog::info("discovery: {} (instance {:016x}) on UDP port {}, announcing to {} every {} ms",
-                 self_.node_id, self_.instance_id, bound_port_,
-                 targets_.empty() ? std::string("nobody") : absl::StrJoin(targets_, ", "),
-                 options_.announce_interval.count());
+    if (options_.listen_only) {
+      spdlog::info("discovery: {} listening on UDP port {} for the cluster's members",
+                   self_.node_id, bound_port_);
+    } else {
+      spdlog::info("discovery: {} (instance {:016x}) on UDP port {}, announcing to {} every {} ms",
+                   self_.node_id, self_.instance_id, bound_port_,
+                   targets_.empty() ? std::string("nobody") : absl::StrJoin(targets_, ", "),
+                   options_.announce_interval.count());
+    }
   }
   state_ = State::kRunning;
   receiver_ = std::thread([this] { ReceiveLoop(); });
-  announcer_ = std::thread([this] { AnnounceLoop(); });
+  if (!options_.listen_only) announcer_ = std::thread([this] { AnnounceLoop(); });
   return absl::OkStatus();
 }
 
@@ -158,7 +163,7 @@ void DiscoveryService::Stop() {
   const char byte = 1;
   while (write(wake_fds_[1], &byte, 1) < 0 && errno == EINTR) {
   }
-  announcer_.join();
+  if (announcer_.joinable()) announcer_.join();
   receiver_.join();
   socket_.reset();
   close(wake_fds_[0]);
@@ -445,7 +450,7 @@ void DiscoveryService::HandleDatagram(std::string_view data, const UdpSocket::Re
     return;
   }
 
-  if (a->model_fingerprint != self.model_fingerprint) {
+  if (!options_.listen_only && a->model_fingerprint != self.model_fingerprint) {
     Ignore(
         &DiscoveryCounters::ignored_other_model, "model", from,
         absl::StrCat("node ", a->node_id, " runs model \"", absl::CHexEscape(a->model_fingerprint),

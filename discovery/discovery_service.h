@@ -57,6 +57,10 @@ struct DiscoveryOptions {
   // sent on `port`. 255.255.255.255 is rejected.
   std::vector<std::string> extra_broadcast_addresses;
   size_t max_peers = 256;
+  // Announce nothing, and accept authenticated announcements of any model
+  // fingerprint: for a node that is learning which model the cluster runs
+  // (model fetch, docs/model-fetch.md). Every other check still applies.
+  bool listen_only = false;
   // At most one warning line per kind of ignored packet per this interval.
   std::chrono::milliseconds warning_interval{10000};
   // Time source: Now() for the peer table (last_seen, expiry), WallNow() for

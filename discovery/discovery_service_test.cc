@@ -210,6 +210,30 @@ TEST(DiscoveryServiceTest, TwoServicesFindEachOtherButNotThemselves) {
   EXPECT_TRUE(a.peers().VerifiedSnapshot().empty());
 }
 
+// A node learning the cluster's model hears members of any model, under the
+// cluster key only, and announces nothing itself.
+TEST(DiscoveryServiceTest, ListenOnlyHearsEveryModelAndSendsNothing) {
+  const uint16_t port = PickFreePort();
+  DiscoveryOptions listen = LoopbackOptions(port);
+  listen.listen_only = true;
+  DiscoveryOptions other = LoopbackOptions(port);
+  other.mac_key = OtherClusterKey();
+  DiscoveryService learner(listen), a(LoopbackOptions(port)), b(LoopbackOptions(port)),
+      stranger(other);
+  ASSERT_TRUE(learner.Start(Self("learner", 6000, "")).ok());
+  ASSERT_TRUE(a.Start(Self("alpha", 6001, "model-A")).ok());
+  ASSERT_TRUE(b.Start(Self("beta", 6002, "model-B")).ok());
+  ASSERT_TRUE(stranger.Start(Self("gamma", 6003, "model-A")).ok());
+  ASSERT_TRUE(WaitFor([&] { return Knows(learner, "alpha") && Knows(learner, "beta"); }));
+  ASSERT_TRUE(WaitFor([&] { return learner.counters().ignored_bad_mac >= 2; }));
+  EXPECT_FALSE(Knows(learner, "gamma"));
+  EXPECT_EQ(learner.counters().sent, 0u);
+  // Nobody ever hears the learner.
+  ASSERT_TRUE(WaitFor([&] { return a.counters().received >= 6; }));
+  EXPECT_FALSE(Knows(a, "learner"));
+  EXPECT_FALSE(Knows(b, "learner"));
+}
+
 TEST(DiscoveryServiceTest, ThreeServicesFormOneView) {
   const uint16_t port = PickFreePort();
   std::vector<std::unique_ptr<DiscoveryService>> services;

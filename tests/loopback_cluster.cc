@@ -28,9 +28,9 @@ LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options))
 }
 
 void LoopbackCluster::StartNode(size_t i) {
+  const std::string model =
+      i < options_.node_models.size() ? options_.node_models[i] : options_.model;
   std::vector<std::string> argv = {RinglmdPath(),
-                                   "--model",
-                                   ModelPath(options_.model),
                                    "--grpc-host",
                                    "127.0.0.1",
                                    "--grpc-port",
@@ -46,6 +46,11 @@ void LoopbackCluster::StartNode(size_t i) {
                                    "--metrics-port",
                                    std::to_string(metrics_ports_[i]),
                                    "--loopback-only"};
+  if (model == kFromPeers) {
+    argv.push_back("--model-from-peers");
+  } else {
+    argv.insert(argv.end(), {"--model", model.front() == '/' ? model : ModelPath(model)});
+  }
   if (options_.secure) {
     argv.insert(argv.end(), {"--cluster-key", key_file_});
   } else {
@@ -96,7 +101,12 @@ nlohmann::json LoopbackCluster::Status(size_t i) const {
 
 bool LoopbackCluster::Formed(size_t i, size_t n) const {
   nlohmann::json s = Status(i);
-  return s.is_object() && s["nodes"].size() == n && s["plan"]["stages"].size() == n;
+  if (!s.is_object() || s["nodes"].size() != n || s["plan"]["stages"].size() != n) return false;
+  // Every stage holds its layers (a node fetching them is not ready yet).
+  for (const nlohmann::json& node : s["nodes"]) {
+    if (node["state"] != "ready") return false;
+  }
+  return true;
 }
 
 bool LoopbackCluster::AllFormed() const {

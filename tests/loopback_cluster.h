@@ -26,7 +26,12 @@ class LoopbackCluster {
     std::vector<std::string> head_extra_args;  // for node 0 only
     // With a cluster key (written to key_file()); false runs --insecure.
     bool secure = true;
+    // Per node (missing entries: `model`): a file in the shared models folder
+    // or an absolute path, or kFromPeers for a node with no file that fetches
+    // its layers from the others (--model-from-peers).
+    std::vector<std::string> node_models;
   };
+  static constexpr char kFromPeers[] = "<from peers>";
 
   explicit LoopbackCluster(Options options);
 
@@ -51,7 +56,7 @@ class LoopbackCluster {
 
   // `ringlm status --json` against node i; null when it fails.
   nlohmann::json Status(size_t i) const;
-  // True when node i sees `n` nodes and a plan over all of them.
+  // True when node i sees `n` nodes, all ready, and a plan over all of them.
   bool Formed(size_t i, size_t n) const;
   // Every node formed with all of them.
   bool AllFormed() const;

@@ -107,10 +107,11 @@ class NetnsCluster {
     if (!down_) Down();
   }
 
-  testing::CommandResult Up(int n) {
+  // `extra`: more options of `up`.
+  testing::CommandResult Up(int n, const std::string& extra = "") {
     return RunCommand(absl::StrCat(Env(), " ", ShellQuote(Script()), " up ", n, " --model ",
                                    ShellQuote(testing::ModelPath("stories260K-f32.gguf")),
-                                   " --daemon-args '--threads 1'"));
+                                   " --daemon-args '--threads 1' ", extra));
   }
 
   testing::CommandResult Down() {
@@ -128,9 +129,14 @@ class NetnsCluster {
     return json::parse(r.output, nullptr, false);
   }
 
+  // Host k sees n nodes, all ready (holding their layers), and a plan over them.
   bool Formed(int k, size_t n) const {
     json s = Status(k);
-    return s.is_object() && s["nodes"].size() == n && s["plan"]["stages"].size() == n;
+    if (!s.is_object() || s["nodes"].size() != n || s["plan"]["stages"].size() != n) return false;
+    for (const json& node : s["nodes"]) {
+      if (node["state"] != "ready") return false;
+    }
+    return true;
   }
 
   std::string Logs() const {
@@ -170,8 +176,8 @@ std::vector<int32_t> ReferenceIds(std::string* prompt) {
 
 // Everything between `up` and `down`; fatal failures return here, and the
 // caller still runs `down` and checks that nothing is left.
-void CheckCluster(NetnsCluster& cluster) {
-  testing::CommandResult up = cluster.Up(kHosts);
+void CheckCluster(NetnsCluster& cluster, const std::string& up_options = "") {
+  testing::CommandResult up = cluster.Up(kHosts, up_options);
   ASSERT_EQ(up.exit_code, 0) << up.output;
 
   // The root namespace routes the test subnet only into the blackhole.
@@ -186,7 +192,7 @@ void CheckCluster(NetnsCluster& cluster) {
         }
         return true;
       },
-      30s);
+      60s);
   ASSERT_TRUE(formed) << up.output << cluster.Logs();
   std::printf("netns cluster formed %.2f s after up\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -260,6 +266,26 @@ TEST(NetnsClusterTest, ThreeHostsFormByBroadcastGenerateAndTearDownCleanly) {
   EXPECT_EQ(links.output.find("vbr"), std::string::npos) << links.output;
   const std::vector<std::string> left = ProcessesMentioning(cluster.run_dir());
   EXPECT_TRUE(left.empty()) << "processes left from the run:\n" << absl::StrJoin(left, "\n");
+}
+
+// Only host 1 has the model file: hosts 2 and 3 learn the model from it over
+// the bridge, fetch their layers into their own state dirs, and the ring
+// generates llama.cpp's tokens as before.
+TEST(NetnsClusterTest, OnlyOneHostHasTheModelFileTheOthersFetchTheirLayers) {
+  const std::string why = NamespacesUnavailable();
+  if (!why.empty()) GTEST_SKIP() << "netns cluster test skipped: " << why;
+  NetnsCluster cluster;
+  CheckCluster(cluster, "--model-only-on 1");
+  for (int k = 2; k <= kHosts; ++k) {
+    const std::string log = cluster.Logs();
+    const std::string state = absl::StrCat(cluster.run_dir(), "/h", k, "/state/models");
+    EXPECT_EQ(access(state.c_str(), F_OK), 0) << "host " << k << " has no fetched copy\n" << log;
+  }
+  const std::string logs = cluster.Logs();
+  EXPECT_NE(logs.find("model fetch: layers"), std::string::npos) << logs;
+  EXPECT_EQ(access(absl::StrCat(cluster.run_dir(), "/h1/state/models").c_str(), F_OK), -1)
+      << "host 1 has the file and must fetch nothing";
+  EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
 }  // namespace
