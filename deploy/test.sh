@@ -39,7 +39,7 @@ fi
 echo "== clang -Wthread-safety (the ABSL_GUARDED_BY annotations, checked)"
 CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" >/dev/null
-ninja -C build-clang -j"$jobs" ringlm_base ringlm_security ringlm_discovery ringlm_daemon ringlm_api
+ninja -C build-clang -j"$jobs" ringlm_base ringlm_security ringlm_discovery ringlm_model_store ringlm_daemon ringlm_api
 
 fuzz_seconds="${RINGLM_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" != "0" ]; then

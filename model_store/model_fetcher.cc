@@ -32,7 +32,7 @@ class FetchRun {
         bytes_total_(bytes_total),
         start_(Clock::now()),
         jobs_(order_.size()),
-        claimed_(sources_.size(), false) {}
+        claimed_(sources_.size(), 0) {}
 
   // A worker thread's body: claims sources until none is left that holds a
   // tensor still to fetch.
@@ -87,14 +87,19 @@ class FetchRun {
 
   bool Cancelled() const { return options_.cancelled && options_.cancelled(); }
 
+  bool IsBad(const SourceSlot& slot) {
+    absl::MutexLock lock(&mu_);
+    return bad_.contains(slot.source->name());
+  }
+
   const SourceSlot* ClaimSource() {
     absl::MutexLock lock(&mu_);
     if (!error_.ok()) return nullptr;
     for (size_t s = 0; s < sources_.size(); ++s) {
-      if (claimed_[s]) continue;
+      if (claimed_[s] >= std::max(1, options_.streams_per_source)) continue;
       for (size_t j = 0; j < jobs_.size(); ++j) {
         if (jobs_[j].state != State::kDone && sources_[s].holds[order_[j]]) {
-          claimed_[s] = true;
+          ++claimed_[s];
           return &sources_[s];
         }
       }
@@ -106,6 +111,7 @@ class FetchRun {
     int consecutive_failures = 0;
     while (true) {
       if (Cancelled()) return Fail(absl::CancelledError("model fetch cancelled"));
+      if (IsBad(slot)) return;  // another stream of this source sent a bad chunk
       const int job = TakeJob(slot.holds);
       if (job < 0) return;
       switch (FetchOne(slot, static_cast<size_t>(job))) {
@@ -288,7 +294,7 @@ class FetchRun {
   absl::Mutex mu_;
   absl::CondVar cv_;  // a job changed state, or the run failed
   std::vector<Job> jobs_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> claimed_ ABSL_GUARDED_BY(mu_);  // per source
+  std::vector<int> claimed_ ABSL_GUARDED_BY(mu_);  // threads per source
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   FetchStats stats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> bad_ ABSL_GUARDED_BY(mu_);
@@ -357,7 +363,8 @@ absl::StatusOr<FetchStats> ModelFetcher::Fetch(const std::vector<size_t>& wanted
                                                              cache_->manifest().chunk_bytes());
   }
   const size_t n_threads =
-      std::min(usable.size(), static_cast<size_t>(std::max(1, options_.max_parallel_sources)));
+      std::min(usable.size(), static_cast<size_t>(std::max(1, options_.max_parallel_sources))) *
+      static_cast<size_t>(std::max(1, options_.streams_per_source));
   FetchRun run(cache_, options_, std::move(missing), std::move(usable), total);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < n_threads; ++i) {

@@ -21,8 +21,8 @@ namespace ringlm {
 
 // One peer that can send tensor bytes: the seam where tests inject a source
 // that lies, stalls or fails. Implementations must be thread-safe for calls
-// on different tensors; the fetcher makes at most one call per source at a
-// time.
+// on different tensors; the fetcher makes at most
+// FetchOptions::streams_per_source calls per source at a time.
 class TensorSource {
  public:
   virtual ~TensorSource() = default;
@@ -47,8 +47,12 @@ struct FetchProgress {
 };
 
 struct FetchOptions {
-  // Sources fetched from at once (each a thread of its own).
+  // Sources fetched from at once.
   int max_parallel_sources = 4;
+  // Calls in flight to one source at once (a thread each), so the source
+  // reads and sends the next tensor while this node verifies and writes the
+  // last. 1 gives one strictly ordered stream per source.
+  int streams_per_source = 2;
   // A tensor whose fetch failed this many times (over all sources) fails
   // the whole fetch.
   int max_attempts_per_tensor = 4;
@@ -70,7 +74,7 @@ struct FetchStats {
 // ModelFetcher
 //
 // Purpose: makes `cache` hold a set of tensors, taking each missing one from
-// some source that holds it. Each source gets a thread that takes tensors
+// some source that holds it. Each source gets streams_per_source threads that take tensors
 // it holds from one shared queue (largest first), so several sources fetch
 // in parallel and a fast source takes more. A call that fails in transport
 // puts the tensor back, resuming at the first chunk not yet written. A chunk

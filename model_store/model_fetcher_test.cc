@@ -41,7 +41,25 @@ class FakeSource : public TensorSource {
     {
       absl::MutexLock lock(&mu_);
       calls_.push_back({tensor, first_chunk});
+      ++in_flight_;
+      max_in_flight_ = std::max(max_in_flight_, in_flight_);
+      // A rendezvous: the first calls wait (a bounded time) for each other.
+      if (rendezvous > 0) {
+        mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](FakeSource* f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(f->mu_) {
+                                   return f->max_in_flight_ >= f->rendezvous;
+                                 },
+                                 this),
+                             absl::Seconds(5));
+      }
     }
+    struct Leave {
+      FakeSource* f;
+      ~Leave() {
+        absl::MutexLock lock(&f->mu_);
+        --f->in_flight_;
+      }
+    } leave{this};
     const TensorDigest& d = manifest_->tensors()[tensor];
     for (uint64_t c = first_chunk; c < d.chunks(); ++c) {
       if (fail_after_chunks >= 0 && sent == fail_after_chunks && failures_left != 0) {
@@ -63,6 +81,10 @@ class FakeSource : public TensorSource {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
+  int max_in_flight() const {
+    absl::MutexLock lock(&mu_);
+    return max_in_flight_;
+  }
 
   // Knobs, set before Fetch.
   std::vector<bool> holds = std::vector<bool>(kTensorCount, true);
@@ -71,6 +93,7 @@ class FakeSource : public TensorSource {
   int failures_left = -1;           // how many calls fail that way (-1: all)
   uint64_t chunk_index_offset = 0;  // misnumber chunks
   std::chrono::milliseconds chunk_delay{0};
+  int rendezvous = 0;  // the first calls wait until this many are in flight
 
  private:
   const std::string name_;
@@ -78,6 +101,8 @@ class FakeSource : public TensorSource {
   const TensorManifest* manifest_;
   mutable absl::Mutex mu_;
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class ModelFetcherTest : public ::testing::Test {
@@ -122,12 +147,26 @@ class ModelFetcherTest : public ::testing::Test {
   std::unique_ptr<ModelCache> cache_;
 };
 
+TEST_F(ModelFetcherTest, OneSourceServesTwoStreamsAtOnce) {
+  auto a = Source("a");
+  a->rendezvous = 2;  // fails the fetch's timing only if the calls never overlap
+  FetchOptions options;
+  options.streams_per_source = 2;
+  ModelFetcher fetcher(cache_.get(), options);
+  absl::StatusOr<FetchStats> stats = fetcher.Fetch(AllTensors(), {a.get()});
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(a->max_in_flight(), 2);
+  EXPECT_EQ(stats->tensors, kTensorCount);
+  ExpectHeldBytesMatch();
+}
+
 TEST_F(ModelFetcherTest, TwoGoodSourcesFetchEverythingInParallel) {
   auto a = Source("a");
   auto b = Source("b");
   a->chunk_delay = b->chunk_delay = std::chrono::milliseconds(10);
   std::vector<FetchProgress> reports;
   FetchOptions options;
+  options.streams_per_source = 1;  // one ordered stream each: largest first
   options.progress = [&](const FetchProgress& p) { reports.push_back(p); };  // serialised
   ModelFetcher fetcher(cache_.get(), options);
   absl::StatusOr<FetchStats> stats = fetcher.Fetch(AllTensors(), {a.get(), b.get()});
@@ -162,7 +201,8 @@ TEST_F(ModelFetcherTest, BadChunkIsNeverWrittenAndItsSourceIsAvoided) {
   auto good = Source("good");
   liar->corrupt_chunk = 1;  // the big or mid tensor, whichever it takes first
   FetchOptions options;
-  options.max_parallel_sources = 1;  // liar first, then good: deterministic
+  options.max_parallel_sources = 1;
+  options.streams_per_source = 1;  // liar first, then good: deterministic
   ModelFetcher fetcher(cache_.get(), options);
   absl::StatusOr<FetchStats> stats = fetcher.Fetch({kBig, kMid, kSmallA}, {liar.get(), good.get()});
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -189,6 +229,7 @@ TEST_F(ModelFetcherTest, MisnumberedChunksCountAsBad) {
   auto good = Source("good");
   FetchOptions options;
   options.max_parallel_sources = 1;
+  options.streams_per_source = 1;
   ModelFetcher fetcher(cache_.get(), options);
   absl::StatusOr<FetchStats> stats = fetcher.Fetch({kSmallA}, {liar.get(), good.get()});
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -221,6 +262,7 @@ TEST_F(ModelFetcherTest, SourceFailingTwiceInARowIsDroppedForTheFetch) {
   auto good = Source("good");
   FetchOptions options;
   options.max_parallel_sources = 1;
+  options.streams_per_source = 1;
   ModelFetcher fetcher(cache_.get(), options);
   absl::StatusOr<FetchStats> stats = fetcher.Fetch({kBig, kMid}, {flaky.get(), good.get()});
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -251,7 +293,9 @@ TEST_F(ModelFetcherTest, TensorFailingTooOftenFailsTheFetch) {
 TEST_F(ModelFetcherTest, AllSourcesFailingIsUnavailable) {
   auto a = Source("a");
   a->fail_after_chunks = 0;
-  ModelFetcher fetcher(cache_.get(), FetchOptions{});
+  FetchOptions options;
+  options.streams_per_source = 1;
+  ModelFetcher fetcher(cache_.get(), options);
   absl::StatusOr<FetchStats> stats = fetcher.Fetch({kSmallA, kSmallB}, {a.get()});
   EXPECT_TRUE(absl::IsUnavailable(stats.status())) << stats.status();
   EXPECT_EQ(a->calls().size(), 2u);  // dropped after two in a row
@@ -278,6 +322,7 @@ TEST_F(ModelFetcherTest, CancelledStopsTheFetch) {
   bool final_report = false;
   FetchOptions options;
   options.max_parallel_sources = 1;
+  options.streams_per_source = 1;
   options.cancelled = [&] { return polls.fetch_add(1) >= 2; };
   options.progress = [&](const FetchProgress& p) {
     final_report = true;
