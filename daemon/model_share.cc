@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "base/posix_file.h"
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
 #include "security/crypto.h"
@@ -17,20 +18,6 @@ namespace {
 
 uint64_t ChunksOf(uint64_t bytes) {
   return (bytes + kManifestChunkBytes - 1) / kManifestChunkBytes;
-}
-
-// Reads exactly `size` bytes at `offset` of `fd`.
-absl::Status PreadAll(int fd, uint64_t offset, uint64_t size, std::string* out) {
-  out->resize(size);
-  uint64_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out->data() + done, size - done, offset + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::ErrnoToStatus(errno, "reading the model file");
-    if (n == 0) return absl::DataLossError("the model file is shorter than its tensor table");
-    done += static_cast<uint64_t>(n);
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -47,7 +34,9 @@ absl::StatusOr<std::unique_ptr<ModelShare>> ModelShare::ForFile(const std::strin
   share->file_size_ = file.file_size();
   share->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (share->fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("opening ", path));
-  RINGLM_RETURN_IF_ERROR(PreadAll(share->fd_, 0, file.data_offset(), &share->header_));
+  share->header_.resize(file.data_offset());
+  RINGLM_RETURN_IF_ERROR(
+      PreadFull(share->fd_, share->header_.data(), share->header_.size(), 0, path));
   share->header_sha256_ = Sha256(share->header_);
   return share;
 }
@@ -59,7 +48,10 @@ std::unique_ptr<ModelShare> ModelShare::ForCache(std::shared_ptr<ModelCache> cac
   share->file_size_ = cache->file().file_size();
   share->header_ = std::string(cache->header());
   share->header_sha256_ = Sha256(share->header_);
-  share->manifest_ = std::make_shared<const TensorManifest>(cache->manifest());
+  {
+    absl::MutexLock lock(&share->mu_);
+    share->manifest_ = std::make_shared<const TensorManifest>(cache->manifest());
+  }
   share->cache_ = std::move(cache);
   return share;
 }
@@ -132,8 +124,8 @@ absl::Status ModelShare::ReadChunk(bool header, size_t tensor, uint64_t chunk,
   if (cache_ != nullptr) return cache_->ReadChunk(tensor, chunk, out);
   const GgufTensorInfo& t = file_->tensors()[tensor];
   const uint64_t begin = chunk * kManifestChunkBytes;
-  return PreadAll(fd_, file_->data_offset() + t.offset + begin,
-                  std::min<uint64_t>(kManifestChunkBytes, t.n_bytes - begin), out);
+  out->resize(std::min<uint64_t>(kManifestChunkBytes, t.n_bytes - begin));
+  return PreadFull(fd_, out->data(), out->size(), file_->data_offset() + t.offset + begin, path_);
 }
 
 bool ModelShare::BeginStream() {

@@ -14,12 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "cli/cluster_client.h"
 #include "gtest/gtest.h"
-#include "inference/generator.h"
-#include "inference/model.h"
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
 #include "tests/daemon_harness.h"
 #include "tests/grpc_test_clients.h"
+#include "tests/local_generation.h"
 #include "tests/loopback_cluster.h"
 
 namespace ringlm {
@@ -35,17 +34,9 @@ json References() {
   return json::parse(in);
 }
 
+// The same, on a model of the shared models folder.
 std::vector<int32_t> LocalGreedy(const std::string& model_file, const std::string& prompt, int n) {
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(testing::ModelPath(model_file), {});
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return {};
-  LocalGenerator generator(**model, nullptr);
-  GenerateOptions options;
-  options.max_tokens = n;
-  options.sampling.temperature = 0;
-  auto ids = generator.Generate((*model)->tokenizer().Encode(prompt, true, false), options);
-  EXPECT_TRUE(ids.ok()) << ids.status();
-  return ids.ok() ? *ids : std::vector<int32_t>{};
+  return testing::LocalGreedy(testing::ModelPath(model_file), prompt, n);
 }
 
 std::vector<int32_t> ClusterGreedy(const LoopbackCluster& cluster, size_t entry,

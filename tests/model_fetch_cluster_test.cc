@@ -11,11 +11,11 @@
 #include "base/metrics.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "inference/generator.h"
 #include "inference/model.h"
 #include "model_store/tensor_manifest.h"
 #include "nlohmann/json.hpp"
 #include "tests/daemon_harness.h"
+#include "tests/local_generation.h"
 #include "tests/loopback_cluster.h"
 
 namespace ringlm {
@@ -26,19 +26,6 @@ using namespace std::chrono_literals;
 using testing::LoopbackCluster;
 
 constexpr char kPrompt[] = "Once upon a time";
-
-std::vector<int32_t> LocalGreedy(const std::string& path, int n) {
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(path, {});
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return {};
-  LocalGenerator generator(**model, nullptr);
-  GenerateOptions options;
-  options.max_tokens = n;
-  options.sampling.temperature = 0;
-  auto ids = generator.Generate((*model)->tokenizer().Encode(kPrompt, true, false), options);
-  EXPECT_TRUE(ids.ok()) << ids.status();
-  return ids.ok() ? *ids : std::vector<int32_t>{};
-}
 
 std::vector<int32_t> ClusterGreedy(const LoopbackCluster& cluster, size_t entry, int n) {
   testing::CommandResult r = testing::RunCommand(
@@ -158,7 +145,7 @@ TEST(ModelFetchClusterTest, DiskStaysNearTheShareARestartFetchesNothingARepartit
   options.node_models = {model, LoopbackCluster::kFromPeers, LoopbackCluster::kFromPeers};
   LoopbackCluster cluster(options);
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 40s)) << cluster.Logs();
-  const std::vector<int32_t> local = LocalGreedy(model, 24);
+  const std::vector<int32_t> local = testing::LocalGreedy(model, kPrompt, 24);
   EXPECT_EQ(ClusterGreedy(cluster, 1, 24), local) << cluster.Logs();
 
   for (size_t i : {1, 2}) {

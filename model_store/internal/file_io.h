@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "base/posix_file.h"
 
 namespace ringlm::model_store_internal {
 
@@ -20,9 +21,7 @@ inline absl::string_view AbslView(std::string_view s) { return {s.data(), s.size
 // absl::ErrnoToStatus(err, "<what> '<path>'").
 absl::Status ErrnoError(int err, std::string_view what, std::string_view path);
 
-// Reads exactly `n` bytes at `offset` into `out`. DataLoss when the file ends
-// first.
-absl::Status PreadFull(int fd, void* out, uint64_t n, uint64_t offset, std::string_view path);
+using ::ringlm::PreadFull;  // base/posix_file.h
 // Writes all of `bytes` at `offset`.
 absl::Status PwriteFull(int fd, std::string_view bytes, uint64_t offset, std::string_view path);
 

@@ -9,31 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/posix_file.h"
 #include "security/crypto.h"
 
 namespace ringlm::security_internal {
 namespace {
-
-// Closes a file descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now, reporting the error (close can report a failed write-back).
-  int Close() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
 
 absl::Status ErrnoStatus(int err, const std::string& action, const std::string& path) {
   return absl::ErrnoToStatus(err, absl::StrCat(action, " ", path));
@@ -47,7 +27,7 @@ std::string DirName(const std::string& path) {
 }
 
 absl::Status SyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus(errno, "cannot open directory", dir);
   if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, "cannot fsync directory", dir);
   return absl::OkStatus();
@@ -55,7 +35,7 @@ absl::Status SyncDir(const std::string& dir) {
 
 // Writes all of `contents` to the new file `fd` (named `path` in messages),
 // forces mode 0600 and fsyncs.
-absl::Status FillAndSync(Fd& fd, std::string_view contents, const std::string& path) {
+absl::Status FillAndSync(UniqueFd& fd, std::string_view contents, const std::string& path) {
   if (::fchmod(fd.get(), 0600) != 0) return ErrnoStatus(errno, "cannot chmod", path);
   while (!contents.empty()) {
     const ssize_t n = ::write(fd.get(), contents.data(), contents.size());
@@ -76,7 +56,7 @@ absl::Status AlreadyExists(const std::string& path) {
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const std::string& what,
                                            size_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     const int err = errno;
     if (err == ENOENT) return absl::NotFoundError(absl::StrCat(what, " ", path, " does not exist"));
@@ -121,7 +101,7 @@ absl::Status WriteSecretFile(const std::string& path, std::string_view contents,
   const std::string dir = DirName(path);
   const std::string tmp = absl::StrCat(path, ".tmp-", HexEncode(RandomBytes(6)));
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) return ErrnoStatus(errno, "cannot create", tmp);
     if (absl::Status s = FillAndSync(fd, contents, tmp); !s.ok()) {
       ::unlink(tmp.c_str());
@@ -148,7 +128,7 @@ absl::Status WriteSecretFile(const std::string& path, std::string_view contents,
     }
     // A file system without hard links: create in place instead. A crash
     // mid-write can then leave a short file, which readers report.
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) {
       if (errno == EEXIST) return AlreadyExists(path);
       return ErrnoStatus(errno, "cannot create", path);
