@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
+#include "api/http_connection_gate.h"
 #include "api/openai_format.h"
 #include "base/status_macros.h"
 
@@ -38,8 +39,8 @@ class CompletionHandler::Slot {
 };
 
 CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
-                                     CompletionHandlerOptions options)
-    : backend_(backend), cache_(cache), options_(std::move(options)) {}
+                                     const ServedModels& models, CompletionHandlerOptions options)
+    : backend_(backend), cache_(cache), models_(models), options_(std::move(options)) {}
 
 void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
@@ -82,6 +83,15 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
     if (!rendered.ok())
       return InvalidFieldError("messages", std::string(rendered.status().message()));
     params.prompt = Tokenize(*rendered);
+  } else if (!request.prompt_ids.empty()) {
+    for (int32_t id : request.prompt_ids) {
+      if (!backend_.tokenizer().IsValid(id)) {
+        return InvalidFieldError("prompt",
+                                 absl::StrCat("token id ", id, " is outside the ",
+                                              backend_.tokenizer().n_vocab(), "-token vocabulary"));
+      }
+    }
+    params.prompt = request.prompt_ids;
   } else {
     // A raw prompt is the client's own text, markers included (as llama.cpp's
     // /completion): special-token text in it becomes control tokens.
@@ -108,16 +118,10 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
 
 void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res) {
   if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
-  const std::string model_id = backend_.model_id();
-  // An absent (or empty) model means the one model this cluster serves.
-  if (!parsed->model.empty() && parsed->model != model_id) {
-    return SetErrorResponse(
-        WithOpenAiCode(
-            absl::NotFoundError(absl::StrCat("The model '", parsed->model,
-                                             "' does not exist; this server has '", model_id, "'")),
-            "model_not_found", "model"),
-        res);
-  }
+  // From here on, `model` is the name the response reports.
+  absl::StatusOr<std::string> model = models_.Resolve(parsed->model);
+  if (!model.ok()) return SetErrorResponse(model.status(), res);
+  parsed->model = *std::move(model);
   // Admission before any work that grows with the request or waits.
   absl::StatusOr<std::unique_ptr<Slot>> slot = Admit();
   if (!slot.ok()) return SetErrorResponse(slot.status(), res);
@@ -141,6 +145,11 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
       stream->Cancel();
       return SetErrorResponse(absl::UnavailableError("the server is shutting down"), res);
     }
+    if (GatedHttpServer::CurrentClientGone()) {
+      // Nobody will read the answer: stop the work along the ring now.
+      stream->Cancel();
+      return SetErrorResponse(absl::CancelledError("the client went away"), res);
+    }
     text += stream->Poll(kPollInterval);
   }
   if (stream->state() != GenerationStream::State::kDone) {
@@ -148,7 +157,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   }
   const ResponseMeta meta{request.kind == CompletionRequest::Kind::kChat,
                           NewCompletionId(request.kind == CompletionRequest::Kind::kChat),
-                          absl::ToUnixSeconds(absl::Now()), backend_.model_id()};
+                          absl::ToUnixSeconds(absl::Now()), request.model};
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
   res.set_header("x-request-id", meta.id);
@@ -176,8 +185,8 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
                                          httplib::Response& res) {
   auto state = std::make_shared<SseState>();
   const bool chat = request.kind == CompletionRequest::Kind::kChat;
-  state->meta = ResponseMeta{chat, NewCompletionId(chat), absl::ToUnixSeconds(absl::Now()),
-                             backend_.model_id()};
+  state->meta =
+      ResponseMeta{chat, NewCompletionId(chat), absl::ToUnixSeconds(absl::Now()), request.model};
   state->include_usage = request.include_usage;
   state->stream = std::move(stream);
   state->slot = std::shared_ptr<Slot>(std::move(slot));

@@ -14,6 +14,7 @@
 #include "api/generation_stream.h"
 #include "api/json_limits.h"
 #include "api/prefix_cache.h"
+#include "api/served_models.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
 
@@ -31,8 +32,8 @@ struct CompletionHandlerOptions {
   bool parse_special_in_content = false;  // see ApiOptions
 };
 
-// Thread-safe: one instance serves every HTTP thread. The backend and cache
-// must outlive it, and so must the handler itself outlive every response it
+// Thread-safe: one instance serves every HTTP thread. The backend, cache and
+// models must outlive it, and so must the handler outlive every response it
 // produced (ApiServer stops the HTTP server first).
 //
 // Order of work per request, cheapest first so that a flood costs little:
@@ -41,7 +42,7 @@ struct CompletionHandlerOptions {
 // readiness, render the chat template and tokenize.
 class CompletionHandler {
  public:
-  CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
+  CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
                     CompletionHandlerOptions options);
 
   void HandleChat(const httplib::Request& req, httplib::Response& res);
@@ -66,6 +67,7 @@ class CompletionHandler {
 
   GenerationBackend& backend_;
   PrefixCache& cache_;
+  const ServedModels& models_;
   const CompletionHandlerOptions options_;
   std::atomic<int> running_{0};
   std::atomic<bool> stopping_{false};

@@ -1,6 +1,7 @@
 #include "api/completion_request.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -257,13 +258,25 @@ absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view bo
   out.kind = CompletionRequest::Kind::kText;
   const Json* prompt = Field(json, "prompt");
   if (prompt == nullptr) return InvalidFieldError("prompt", "'prompt' is required");
-  if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
-    prompt = &(*prompt)[0];
+  if (prompt->is_array() && prompt->size() == 1 &&
+      ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    prompt = &(*prompt)[0];  // one prompt (n > 1 is not supported)
   }
-  if (!prompt->is_string()) {
-    return InvalidFieldError("prompt", "'prompt' must be a string (or an array of one string)");
+  if (prompt->is_array() && !prompt->empty()) {
+    for (const Json& id : *prompt) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+          id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        return InvalidFieldError("prompt", "token ids in 'prompt' must be integers >= 0");
+      }
+      out.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  } else if (prompt->is_string()) {
+    out.prompt = prompt->get<std::string>();
+  } else {
+    return InvalidFieldError("prompt",
+                             "'prompt' must be a string or an array of token ids (or an array "
+                             "of one of those)");
   }
-  out.prompt = prompt->get<std::string>();
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
   return out;
 }

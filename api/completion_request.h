@@ -23,7 +23,10 @@ struct CompletionRequest {
   // Empty when the client sent none (the server then uses its only model).
   std::string model;
   std::vector<ChatMessage> messages;  // kChat: at least one
-  std::string prompt;                 // kText
+  std::string prompt;                 // kText, as text
+  // kText, as token ids instead of text: used exactly as given (no BOS is
+  // added); checked against the vocabulary once the model is known.
+  std::vector<int32_t> prompt_ids;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // max_completion_tokens, else max_tokens; absent = the rest of the context.
@@ -51,7 +54,8 @@ struct CompletionRequest {
 // are concatenated.
 absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits = {});
-// Completions: `prompt` is a string (or an array holding one string).
+// Completions: `prompt` is a string, an array holding one string, an array
+// of token ids, or an array holding one array of token ids.
 absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits = {});
 

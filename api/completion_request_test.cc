@@ -123,6 +123,22 @@ TEST(CompletionRequestTest, ParsesTextPrompt) {
   ExpectInvalid(ParseTextCompletionRequest(R"({})"), "prompt");
 }
 
+TEST(CompletionRequestTest, ParsesTokenIdPrompts) {
+  absl::StatusOr<CompletionRequest> r = ParseTextCompletionRequest(R"({"prompt":[1, 403, 407]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->prompt_ids, (std::vector<int32_t>{1, 403, 407}));
+  EXPECT_TRUE(r->prompt.empty());
+  r = ParseTextCompletionRequest(R"({"prompt":[[1, 2]]})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->prompt_ids, (std::vector<int32_t>{1, 2}));
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[1, -2]})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[1, 2.5]})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[1, "a"]})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[4294967296]})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[]})"), "prompt");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[[1], [2]]})"), "prompt");
+}
+
 TEST(CompletionRequestTest, NullCountsAsAbsent) {
   absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(
       R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":null,"stop":null,"n":null})");

@@ -444,6 +444,18 @@ void GatedHttpServer::RefuseAndClose(socket_t sock) {
   CloseAfterResponse(sock, std::chrono::milliseconds(0));  // never wait on the accept thread
 }
 
+namespace {
+// The connection whose request this thread handles (CurrentClientGone).
+thread_local socket_t current_socket = INVALID_SOCKET;
+}  // namespace
+
+bool GatedHttpServer::CurrentClientGone() {
+  if (current_socket == INVALID_SOCKET) return false;
+  pollfd p{current_socket, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 bool GatedHttpServer::process_and_close_socket(socket_t sock) {
   if (t_over_capacity) {
     RefuseAndClose(sock);
@@ -507,7 +519,9 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
     stream.BeginRequest(block_bytes + body_budget, Clock::now() + limits_.body_timeout);
     const bool last = served + 1 == keep_alive_max_count_;
     bool connection_closed = false;
+    current_socket = sock;
     ret = process_request(stream, last, connection_closed, nullptr);
+    current_socket = INVALID_SOCKET;
     std::move(release).Invoke();
     // A body left unread (a handler answered without it, or its read
     // failed) or one whose end is not known exactly would be parsed as the

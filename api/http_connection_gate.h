@@ -71,6 +71,12 @@ class GatedHttpServer : public httplib::Server {
   // kernel caps it at net.core.somaxconn. False if not bound.
   bool SetListenBacklog(int backlog);
 
+  // On a handler's thread: true when the client of the request being
+  // handled has closed its side of the connection (or the connection broke),
+  // so a long non-streaming answer can stop early. False off a connection
+  // thread. A client that half-closes (shutdown(SHUT_WR)) after its request
+  // counts as gone; HTTP clients do not do that.
+  static bool CurrentClientGone();
   // Connections being served now (each on its own thread).
   int open_connections() const { return open_.load(); }
   // Connections refused with 503 because max_connections were open.

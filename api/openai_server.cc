@@ -70,7 +70,8 @@ struct ApiServer::Impl {
         format(DetectChatFormat(backend->chat_template())),
         cache(options.prefix_cache,
               [b](const std::string& session_id) { b->DropSession(session_id); }),
-        completions(*backend, cache, HandlerOptionsOf(options, format)),
+        models(options.served_model_names, options.accept_any_model, backend->model_id()),
+        completions(*backend, cache, models, HandlerOptionsOf(options, format)),
         created(absl::ToUnixSeconds(absl::Now())),
         server(LimitsOf(options)) {}
 
@@ -84,6 +85,7 @@ struct ApiServer::Impl {
   GenerationBackend* const backend;
   const ChatFormat format;
   PrefixCache cache;
+  const ServedModels models;
   CompletionHandler completions;
   const int64_t created;
   std::optional<HostCheck> host_check;  // built at Start (it reads the interfaces)
@@ -216,26 +218,26 @@ void ApiServer::Impl::Route() {
   server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     completions.HandleText(req, res);
   });
-  auto model_json = [this] {
-    return nlohmann::json{{"id", backend->model_id()},
-                          {"object", "model"},
-                          {"created", created},
-                          {"owned_by", "ringlm"}};
+  auto model_json = [this](const std::string& id) {
+    return nlohmann::json{
+        {"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ringlm"}};
   };
-  server.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json list = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
-    res.set_content(DumpJson(list), "application/json");
+  server.Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json data = nlohmann::json::array();
+    for (const std::string& id : models.names()) data.push_back(model_json(id));
+    res.set_content(DumpJson(nlohmann::json{{"object", "list"}, {"data", data}}),
+                    "application/json");
   });
   server.Get("/v1/models/(.+)", [this, model_json](const httplib::Request& req,
                                                    httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (id != backend->model_id()) {
+    if (!models.Serves(id)) {
       return SetErrorResponse(
           WithOpenAiCode(absl::NotFoundError(absl::StrCat("The model '", id, "' does not exist")),
                          "model_not_found", "model"),
           res);
     }
-    res.set_content(DumpJson(model_json()), "application/json");
+    res.set_content(DumpJson(model_json(id)), "application/json");
   });
   server.Get("/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(backend->TopologyJson(), "application/json");

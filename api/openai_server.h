@@ -72,6 +72,12 @@ struct ApiOptions {
   bool parse_special_in_content = false;
 
   PrefixCacheOptions prefix_cache;
+
+  // The names requests may give as `model` and /v1/models lists, the first
+  // reported when a request names none; empty = the model's own id. With
+  // accept_any_model, any name is taken (and the first reported).
+  std::vector<std::string> served_model_names;
+  bool accept_any_model = false;
 };
 
 // Serves the API on its own threads: an accept thread plus one thread per

@@ -1,6 +1,10 @@
 // The HTTP API over real loopback HTTP, against a scripted backend.
 #include "api/openai_server.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -497,6 +501,88 @@ TEST_F(ApiServerTest, ClientDisconnectCancelsGeneration) {
   ASSERT_EQ(backend_->submitted().size(), 2u);
   for (int i = 0; i < 300 && backend_->cancels() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(backend_->cancels(), 1);  // the first stream ran to the end
+}
+
+// A non-streaming request whose client hangs up before the answer stops the
+// generation (the client is gone: nobody would read it).
+TEST_F(ApiServerTest, ClientDisconnectCancelsANonStreamingGeneration) {
+  StartServer();
+  std::vector<int32_t> many;
+  for (int i = 0; i < 100; ++i) {
+    for (int32_t t : Tokens(" and then")) many.push_back(t);
+  }
+  backend_->SetScript([many](const GenerationRequest&) {
+    return FakeScript{.tokens = many, .delay = absl::Milliseconds(20)};  // about 8 s in all
+  });
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(server_->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string body = R"({"messages":[{"role":"user","content":"x"}]})";
+  const std::string request = absl::StrCat(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nContent-Length: ",
+      body.size(), "\r\n\r\n", body);
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  for (int i = 0; i < 500 && backend_->submitted().empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(backend_->submitted().size(), 1u);
+  ::close(fd);  // hang up without reading
+  for (int i = 0; i < 1000 && backend_->cancels() < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(backend_->cancels(), 1);  // cancelled while it was still emitting tokens
+}
+
+TEST_F(ApiServerTest, ServedModelNamesAreAliasesAndAcceptAnyTakesEveryName) {
+  ApiOptions options;
+  options.served_model_names = {"llama-local", "gpt-4o-mini"};
+  StartServer(options);
+  Script("Hi");
+  auto ask = [&](const std::string& model) {
+    return Client()->Post(
+        "/v1/chat/completions",
+        absl::StrCat(R"({"model":")", model, R"(","messages":[{"role":"user","content":"x"}]})"),
+        "application/json");
+  };
+  httplib::Result alias = ask("gpt-4o-mini");
+  ASSERT_TRUE(alias);
+  EXPECT_EQ(alias->status, 200) << alias->body;
+  EXPECT_EQ(Json::parse(alias->body)["model"], "gpt-4o-mini");
+  ExpectError(ask("stories260K"), 404, "invalid_request_error", "model_not_found", "model");
+  httplib::Result list = Client()->Get("/v1/models");
+  ASSERT_TRUE(list);
+  const Json data = Json::parse(list->body)["data"];
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data[0]["id"], "llama-local");
+  EXPECT_EQ(data[1]["id"], "gpt-4o-mini");
+  httplib::Result one = Client()->Get("/v1/models/gpt-4o-mini");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+
+  server_->Stop();
+  options.accept_any_model = true;
+  StartServer(options);
+  Script("Hi");
+  httplib::Result any = ask("gpt-3.5-turbo");
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->status, 200) << any->body;
+  EXPECT_EQ(Json::parse(any->body)["model"], "llama-local");  // the primary name
+}
+
+TEST_F(ApiServerTest, TokenIdPromptsGoToTheBackendAsGiven) {
+  StartServer();
+  Script("Hi");
+  httplib::Result r = Client()->Post(
+      "/v1/completions", R"({"prompt":[403, 407, 1],"max_tokens":2})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(backend_->submitted().size(), 1u);
+  EXPECT_EQ(backend_->submitted()[0].prompt, (std::vector<int32_t>{403, 407, 1}));
+  ExpectError(Client()->Post("/v1/completions", R"({"prompt":[403, 100000]})", "application/json"),
+              400, "invalid_request_error", nullptr, "prompt");
 }
 
 TEST_F(ApiServerTest, SecondTurnReusesTheFirstTurnsSession) {

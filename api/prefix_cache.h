@@ -17,9 +17,9 @@
 namespace ringlm {
 
 struct PrefixCacheOptions {
-  bool enabled = true;           // --no-prefix-cache turns it off
-  uint32_t max_sessions = 64;    // --max-sessions
-  uint64_t max_tokens = 1 << 20; // tokens recorded over all sessions
+  bool enabled = true;            // --no-prefix-cache turns it off
+  uint32_t max_sessions = 64;     // --max-sessions
+  uint64_t max_tokens = 1 << 20;  // tokens recorded over all sessions
 };
 
 // Decides, for each request, which session it runs in and how much of its

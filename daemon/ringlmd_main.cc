@@ -81,6 +81,12 @@ void AddFlags(ArgParser& p) {
             "let special-token text in chat message content become control tokens (by "
             "default it stays plain text; only the template's markers are control tokens)");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
+  p.AddRepeatedOption("served-model-name", "NAME",
+                      "a name the API answers to as `model` and lists in /v1/models; repeat for "
+                      "aliases, the first is reported (default: the model's own id)");
+  p.AddFlag("accept-any-model",
+            "take any `model` name in requests (clients with a hard-coded default such as "
+            "gpt-3.5-turbo) instead of answering 404");
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
             "may differ in the last bits");
@@ -111,6 +117,13 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
   api.max_connections = static_cast<int>(*connections);
   api.header_timeout = std::chrono::milliseconds(*header_ms);
   api.parse_special_in_content = p.GetFlag("parse-special-in-content");
+  for (const std::string& name : p.GetAll("served-model-name")) {
+    if (name.empty() || name.size() > 256) {
+      return absl::InvalidArgumentError("--served-model-name must be 1 to 256 bytes");
+    }
+    api.served_model_names.push_back(name);
+  }
+  api.accept_any_model = p.GetFlag("accept-any-model");
   api.prefix_cache.enabled = !p.GetFlag("no-prefix-cache");
   api.prefix_cache.max_sessions = static_cast<uint32_t>(*sessions);
   return api;
