@@ -3,6 +3,9 @@
 // recovers from lost caches; concurrent streams never cross.
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -282,6 +285,57 @@ std::vector<PrometheusSample> Scrape(uint16_t port) {
   absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(res->body);
   EXPECT_TRUE(samples.ok()) << samples.status() << "\n" << res->body;
   return samples.ok() ? *samples : std::vector<PrometheusSample>{};
+}
+
+// A non-streaming request on a model that seldom stops (random weights),
+// whose client hangs up: the head cancels it along the ring, as its metrics
+// show, long before max_tokens.
+TEST(ApiClusterTest, ANonStreamingRequestStopsWhenItsClientDisconnects) {
+  const std::string dir = testing::MakeTempDir("ringlm-disconnect");
+  const std::string model = dir + "/tiny.gguf";
+  testing::CommandResult synth = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", model), false);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  LoopbackCluster::Options options = HeadOptions();
+  options.model = model;
+  options.extra_args = {"--ctx-size", "4096"};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  const MetricLabels cancelled = {{"finish", "cancelled"}};
+  auto metric = [&](const char* name, const MetricLabels& labels = {}) {
+    return FindSample(Scrape(cluster.metrics_port(0)), name, labels).value_or(-1);
+  };
+  ASSERT_EQ(metric("ringlm_requests_total", cancelled), 0);
+
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(cluster.api_port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":4000,"temperature":0})";
+  const std::string request = absl::StrCat(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Content-Length: ",
+      body.size(), "\r\n\r\n", body);
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(testing::WaitFor([&] { return metric("ringlm_requests_active") == 1; }, 30s))
+      << cluster.Logs();
+  std::this_thread::sleep_for(300ms);  // well into its decode
+  ::close(fd);  // hang up without reading the answer
+  const auto closed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return metric("ringlm_requests_total", cancelled) == 1; }, 30s))
+      << cluster.Logs();
+  std::printf("cancelled %.3f s after the client hung up\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - closed).count());
+  const double generated = metric("ringlm_generated_tokens_total");
+  EXPECT_LT(generated, 4000);
+  // Nothing more is generated for it.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(metric("ringlm_generated_tokens_total"), generated);
+  EXPECT_EQ(metric("ringlm_requests_active"), 0);
 }
 
 TEST(ApiClusterTest, MetricsParseAsPrometheusTextAndMoveWithRequests) {
