@@ -65,8 +65,6 @@ class LayerFetcher {
   // Forgets the pending request, stopping a fetch in progress.
   void Cancel();
   void Stop();
-  // Names of sources that sent bad bytes (avoided for this model).
-  std::set<std::string> avoided() const { return fetcher_.avoided(); }
 
  private:
   struct Job {

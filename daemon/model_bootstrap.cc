@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "daemon/peer_tensor_source.h"
 #include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
@@ -96,11 +97,10 @@ absl::StatusOr<std::shared_ptr<ModelCache>> CreateFromMembers(PeerClient& client
   std::map<std::string, Answer> answers;  // by digest, file and header size
   absl::Status last = absl::UnavailableError("no member answered");
   for (size_t i = 0; i < members.size() && i < kMaxAsked; ++i) {
-    v1::GetModelRequest request;
-    request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    request.set_model_fingerprint(fingerprint);
     v1::GetModelReply reply;
-    if (absl::Status s = client.GetModel(members[i].address, request, &reply); !s.ok()) {
+    if (absl::Status s =
+            client.GetModel(members[i].address, GetModelRequestFor(fingerprint), &reply);
+        !s.ok()) {
       last = s;
       continue;
     }
@@ -126,12 +126,8 @@ absl::StatusOr<std::shared_ptr<ModelCache>> CreateFromMembers(PeerClient& client
         absl::StrCat("members announce a header of ", chosen.reply.header_size(), " bytes"));
   }
   for (const Member& m : chosen.members) {
-    v1::GetModelRequest request;
-    request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    request.set_model_fingerprint(fingerprint);
-    request.set_with_manifest(true);
     v1::GetModelReply reply;
-    absl::Status s = client.GetModel(m.address, request, &reply);
+    absl::Status s = client.GetModel(m.address, GetModelRequestFor(fingerprint, true), &reply);
     if (s.ok() && !ConstantTimeEquals(Sha256(reply.manifest()), chosen.reply.manifest_digest())) {
       s = absl::DataLossError("its manifest does not match the digest the members agree on");
     }

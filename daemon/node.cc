@@ -331,13 +331,19 @@ std::optional<LayerRange> RangeOf(const ClusterSnapshot& snapshot, const std::st
 
 }  // namespace
 
+std::vector<size_t> Node::TensorIndices(const StageWeights& weights) const {
+  std::vector<size_t> indices;
+  const GgufTensorInfo* first = model_->file().tensors().data();
+  for (const GgufTensorInfo* t : weights.tensors())
+    indices.push_back(static_cast<size_t>(t - first));
+  return indices;
+}
+
 std::vector<size_t> Node::MissingTensors(LayerRange range) const {
   std::vector<size_t> missing;
   absl::StatusOr<StageWeights> weights = model_->LoadStage(range);
   if (!weights.ok()) return missing;  // TakeRange reports it
-  const GgufTensorInfo* first = model_->file().tensors().data();
-  for (const GgufTensorInfo* t : weights->tensors()) {
-    const size_t index = static_cast<size_t>(t - first);
+  for (size_t index : TensorIndices(*weights)) {
     if (!model_cache_->Holds(index)) missing.push_back(index);
   }
   return missing;
@@ -386,13 +392,7 @@ void Node::TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot) {
       }
     }
     if (mine && weights.ok()) {
-      if (model_cache_ != nullptr) {
-        std::vector<size_t> used;
-        for (const GgufTensorInfo* t : weights->tensors()) {
-          used.push_back(static_cast<size_t>(t - model_->file().tensors().data()));
-        }
-        model_cache_->Touch(used);
-      }
+      if (model_cache_ != nullptr) model_cache_->Touch(TensorIndices(*weights));
       int last_decile = -1;
       model_->PageIn(*weights, [&](uint64_t done, uint64_t total) {
         const int decile = total == 0 ? 10 : static_cast<int>(done * 10 / total);

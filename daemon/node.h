@@ -112,8 +112,6 @@ class Node : public Transport {
   PeerClient& peers() { return *client_; }
   // What this node serves to members that fetch the model.
   ModelShare& share() { return *share_; }
-  // The partial copy, when the node runs without a model file; else null.
-  ModelCache* model_cache() const { return model_cache_.get(); }
   v1::NodeState state() const;
   // OK when the cluster has a plan every stage agrees on; waits up to
   // `patience` for that (nodes settle within a health interval or two),
@@ -151,6 +149,8 @@ class Node : public Transport {
   // Takes this node's layers of `snapshot` (all tensors present), unless a
   // newer partition came meanwhile.
   void TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot);
+  // Indices into the model's tensor table of the tensors `weights` reads.
+  std::vector<size_t> TensorIndices(const StageWeights& weights) const;
   // Tensors of `range` the partial copy does not hold yet.
   std::vector<size_t> MissingTensors(LayerRange range) const;
   absl::Status RegisterGauges();

@@ -5,6 +5,14 @@
 
 namespace ringlm {
 
+v1::GetModelRequest GetModelRequestFor(const std::string& fingerprint, bool with_manifest) {
+  v1::GetModelRequest request;
+  request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  request.set_model_fingerprint(fingerprint);
+  request.set_with_manifest(with_manifest);
+  return request;
+}
+
 absl::StatusOr<std::vector<bool>> DecodeHeld(const std::string& bits, size_t n_tensors) {
   if (bits.size() != (n_tensors + 7) / 8) {
     return absl::InvalidArgumentError(
@@ -24,11 +32,8 @@ PeerTensorSource::PeerTensorSource(PeerClient* client, std::string node_id, std:
       manifest_(manifest) {}
 
 std::vector<bool> PeerTensorSource::Holdings() {
-  v1::GetModelRequest request;
-  request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-  request.set_model_fingerprint(fingerprint_);
   v1::GetModelReply reply;
-  absl::Status s = client_->GetModel(address_, request, &reply);
+  absl::Status s = client_->GetModel(address_, GetModelRequestFor(fingerprint_), &reply);
   if (s.ok() && reply.manifest_digest() != manifest_->digest()) {
     s = absl::DataLossError("it serves the model under another manifest");
   }

@@ -12,6 +12,9 @@
 
 namespace ringlm {
 
+// A GetModel request for the model with `fingerprint`.
+v1::GetModelRequest GetModelRequestFor(const std::string& fingerprint, bool with_manifest = false);
+
 // Decodes GetModelReply.held for a model of `n_tensors` tensors;
 // InvalidArgument when the bitmap has another length.
 absl::StatusOr<std::vector<bool>> DecodeHeld(const std::string& bits, size_t n_tensors);

@@ -14,6 +14,8 @@
 #   Set INSECURE=1 to compare without TLS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Arithmetic on decimals without bc (not on a fresh Debian): calc "1.5 / 3".
+calc() { awk "BEGIN { print $1 }"; }
 model=${1:?usage: deploy/bench-model-fetch.sh MODEL.gguf [RUN_DIR] [THREADS]}
 run=${2:-$(mktemp -d /tmp/ringlm-fetch-bench-XXXXXX)}
 threads=${3:-2}
@@ -39,8 +41,8 @@ cat "$model" >/dev/null  # both the copy and the fetch read from the page cache
 start=$(date +%s.%N)
 cp "$model" "$run/copy.gguf"
 sync "$run/copy.gguf"
-copy_s=$(echo "$(date +%s.%N) - $start" | bc)
-size_mb=$(echo "$(stat -c %s "$model") / 1000000" | bc -l)
+copy_s=$(calc "$(date +%s.%N) - $start")
+size_mb=$(calc "$(stat -c %s "$model") / 1000000")
 rm -f "$run/copy.gguf"
 
 common=(--grpc-host 127.0.0.1 --discovery-port "$base" --loopback-only --threads "$threads"
@@ -60,14 +62,14 @@ for attempt in $(seq 1 3000); do
   [ "$attempt" -lt 3000 ] || { echo "bench-model-fetch: no token through B; see $run/b.log" >&2; exit 1; }
   sleep 0.2
 done
-first_token_s=$(echo "$(date +%s.%N) - $start" | bc)
+first_token_s=$(calc "$(date +%s.%N) - $start")
 
 summary=$(grep "model fetch: layers .*MB in" "$run/b.log" | tail -1)
 fetched_mb=$(echo "$summary" | sed -E 's/.*: ([0-9.]+) MB in .*/\1/')
 fetch_s=$(echo "$summary" | sed -E 's/.* tensors in ([0-9.]+) s .*/\1/')
-copy_rate=$(echo "$size_mb / $copy_s" | bc -l)
-fetch_rate=$(echo "$fetched_mb / $fetch_s" | bc -l)
+copy_rate=$(calc "$size_mb / $copy_s")
+fetch_rate=$(calc "$fetched_mb / $fetch_s")
 printf "%-10s %-8s %-14s %-13s %-13s %s\n" fetched_mb fetch_s fetch_mb_per_s copy_mb_per_s \
   share_of_copy start_to_first_token_s
 printf "%-10.1f %-8.2f %-14.1f %-13.1f %-13.2f %.2f\n" "$fetched_mb" "$fetch_s" "$fetch_rate" \
-  "$copy_rate" "$(echo "$fetch_rate / $copy_rate" | bc -l)" "$first_token_s"
+  "$copy_rate" "$(calc "$fetch_rate / $copy_rate")" "$first_token_s"
