@@ -113,6 +113,8 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   params.max_tokens = std::min(request.max_tokens.value_or(remaining), remaining);
   params.sampling = request.sampling;
   params.stop = request.stop;
+  params.logprobs = request.logprobs;
+  params.top_logprobs = request.top_logprobs;
   return params;
 }
 
@@ -137,9 +139,20 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib
   }
 }
 
+nlohmann::json CompletionHandler::LogprobsJson(const CompletionRequest& request,
+                                               std::span<const TokenLogprobs> tokens,
+                                               size_t text_offset) const {
+  if (!request.logprobs) return nullptr;
+  if (request.kind == CompletionRequest::Kind::kChat) {
+    return ChatLogprobsJson(backend_.tokenizer(), tokens);
+  }
+  return TextLogprobsJson(backend_.tokenizer(), tokens, text_offset);
+}
+
 void CompletionHandler::Respond(const CompletionRequest& request, std::unique_ptr<Slot> /*slot*/,
                                 std::unique_ptr<GenerationStream> stream, httplib::Response& res) {
   std::string text;
+  std::vector<TokenLogprobs> logprobs;
   while (!stream->finished()) {
     if (stopping_) {
       stream->Cancel();
@@ -151,6 +164,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
       return SetErrorResponse(absl::CancelledError("the client went away"), res);
     }
     text += stream->Poll(kPollInterval);
+    for (TokenLogprobs& t : stream->TakeLogprobs()) logprobs.push_back(std::move(t));
   }
   if (stream->state() != GenerationStream::State::kDone) {
     return SetErrorResponse(ClientFacing(stream->error()), res);
@@ -161,7 +175,8 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
   res.set_header("x-request-id", meta.id);
-  res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage)),
+  res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage,
+                                          LogprobsJson(request, logprobs, 0))),
                   "application/json");
 }
 
@@ -173,8 +188,11 @@ struct SseState {
   ResponseMeta meta;
   bool include_usage = false;
   bool sent_role = false;
+  size_t sent_bytes = 0;                // text sent so far (text_offset of logprobs)
+  std::vector<TokenLogprobs> logprobs;  // of tokens whose text is not sent yet
   std::unique_ptr<GenerationStream> stream;
   std::shared_ptr<void> slot;
+  CompletionRequest request;
 };
 
 }  // namespace
@@ -188,6 +206,7 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
   state->meta =
       ResponseMeta{chat, NewCompletionId(chat), absl::ToUnixSeconds(absl::Now()), request.model};
   state->include_usage = request.include_usage;
+  state->request = request;
   state->stream = std::move(stream);
   state->slot = std::shared_ptr<Slot>(std::move(slot));
   res.status = 200;
@@ -213,13 +232,26 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
       }
     }
     const std::string text = gen.Poll(kPollInterval);
-    if (!text.empty() && !write(SseFrame(ChunkJson(state->meta, false, text, std::nullopt)))) {
-      return false;
+    for (TokenLogprobs& t : gen.TakeLogprobs()) state->logprobs.push_back(std::move(t));
+    // A chunk's logprobs are those of the tokens whose text it completes.
+    auto take_logprobs = [&] {
+      nlohmann::json json = LogprobsJson(state->request, state->logprobs, state->sent_bytes);
+      state->logprobs.clear();
+      return json;
+    };
+    if (!text.empty()) {
+      nlohmann::json logprobs = take_logprobs();
+      state->sent_bytes += text.size();
+      if (!write(SseFrame(ChunkJson(state->meta, false, text, std::nullopt, logprobs)))) {
+        return false;
+      }
     }
     if (!gen.finished()) return true;
     std::string tail;
     if (gen.state() == GenerationStream::State::kDone) {
-      tail = SseFrame(ChunkJson(state->meta, false, "", gen.finish_reason()));
+      tail =
+          SseFrame(ChunkJson(state->meta, false, "", gen.finish_reason(),
+                             state->logprobs.empty() ? nlohmann::json(nullptr) : take_logprobs()));
       if (state->include_usage) {
         tail += SseFrame(UsageChunkJson(
             state->meta, Usage{gen.prompt_tokens(), gen.completion_tokens(), gen.cached_tokens()}));

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@
 #include "api/served_models.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
+#include "nlohmann/json.hpp"
 
 namespace ringlm {
 
@@ -60,6 +62,9 @@ class CompletionHandler {
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
   // The prompt's tokens: chat messages rendered in the template's format.
   std::vector<int32_t> Tokenize(const std::vector<PromptSegment>& segments) const;
+  // choices[0].logprobs for `tokens` (null unless the request asked).
+  nlohmann::json LogprobsJson(const CompletionRequest& request,
+                              std::span<const TokenLogprobs> tokens, size_t text_offset) const;
   void Respond(const CompletionRequest& request, std::unique_ptr<Slot> slot,
                std::unique_ptr<GenerationStream> stream, httplib::Response& res);
   void RespondStreaming(const CompletionRequest& request, std::unique_ptr<Slot> slot,

@@ -1,5 +1,6 @@
 #include "api/completion_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -153,10 +154,8 @@ constexpr std::string_view kCommonFields[] = {"model",
                                               "user"};
 
 // True for the values of unimplemented fields that ask for nothing, as
-// clients send them by default: logprobs false, no tools, plain text output.
+// clients send them by default: no tools, plain text output.
 bool AsksNothing(const std::string& name, const Json& value) {
-  if (name == "logprobs") return value.is_boolean() && !value.get<bool>();
-  if (name == "top_logprobs") return value.is_number_integer() && value.get<int64_t>() == 0;
   if (name == "tools" || name == "logit_bias") return value.empty();
   if (name == "tool_choice") return value.is_string() && value.get<std::string>() == "none";
   if (name == "response_format") {
@@ -166,9 +165,11 @@ bool AsksNothing(const std::string& name, const Json& value) {
   return false;
 }
 
-absl::Status CheckFieldsKnown(const Json& body, std::string_view own_field) {
+// `own_fields`: what this endpoint adds to kCommonFields.
+absl::Status CheckFieldsKnown(const Json& body,
+                              std::initializer_list<std::string_view> own_fields) {
   for (const auto& [name, value] : body.items()) {
-    if (name == own_field) continue;
+    if (std::find(own_fields.begin(), own_fields.end(), name) != own_fields.end()) continue;
     bool known = AsksNothing(name, value);
     for (std::string_view field : kCommonFields) known |= name == field;
     if (!known) {
@@ -216,12 +217,49 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
   return text;
 }
 
+// Chat: "logprobs": bool, "top_logprobs": 0..20 (only with logprobs).
+absl::Status ParseChatLogprobs(const Json& body, CompletionRequest& out) {
+  if (const Json* logprobs = Field(body, "logprobs")) {
+    if (!logprobs->is_boolean()) {
+      return InvalidFieldError("logprobs", "'logprobs' must be a boolean");
+    }
+    out.logprobs = logprobs->get<bool>();
+  }
+  if (const Json* top = Field(body, "top_logprobs")) {
+    if (!top->is_number_integer() || top->get<int64_t>() < 0 ||
+        top->get<int64_t>() > kMaxTopLogprobs) {
+      return InvalidFieldError("top_logprobs", absl::StrCat("'top_logprobs' must be an integer "
+                                                            "from 0 to ",
+                                                            kMaxTopLogprobs));
+    }
+    out.top_logprobs = static_cast<int32_t>(top->get<int64_t>());
+    if (out.top_logprobs > 0 && !out.logprobs) {
+      return InvalidFieldError("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Completions: "logprobs": 0..5, the number of alternatives per token.
+absl::Status ParseTextLogprobs(const Json& body, CompletionRequest& out) {
+  const Json* logprobs = Field(body, "logprobs");
+  if (logprobs == nullptr) return absl::OkStatus();
+  if (!logprobs->is_number_integer() || logprobs->get<int64_t>() < 0 ||
+      logprobs->get<int64_t>() > kMaxTextLogprobs) {
+    return InvalidFieldError(
+        "logprobs", absl::StrCat("'logprobs' must be an integer from 0 to ", kMaxTextLogprobs));
+  }
+  out.logprobs = true;
+  out.top_logprobs = static_cast<int32_t>(logprobs->get<int64_t>());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
-  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, "messages"));
+  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, {"messages", "logprobs", "top_logprobs"}));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kChat;
   const Json* messages = Field(json, "messages");
@@ -247,13 +285,14 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
     out.messages.push_back(ChatMessage{std::move(role_name), std::move(content)});
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
+  RINGLM_RETURN_IF_ERROR(ParseChatLogprobs(json, out));
   return out;
 }
 
 absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
-  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, "prompt"));
+  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, {"prompt", "logprobs"}));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kText;
   const Json* prompt = Field(json, "prompt");
@@ -278,6 +317,7 @@ absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view bo
                              "of one of those)");
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
+  RINGLM_RETURN_IF_ERROR(ParseTextLogprobs(json, out));
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "api/json_limits.h"
 #include "inference/chat_template.h"
+#include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
 
 namespace ringlm {
@@ -35,7 +36,13 @@ struct CompletionRequest {
   // when the client sent none.
   SamplingParams sampling;
   std::vector<std::string> stop;  // at most 4, none empty
+  // Chat: logprobs + top_logprobs (0..20). Completions: logprobs N (0..5)
+  // sets logprobs and top_logprobs = N.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
 };
+
+inline constexpr int32_t kMaxTextLogprobs = 5;  // OpenAI's cap on /v1/completions
 
 // Both parsers are pure functions of their input (thread-safe, no model
 // state), meant to be fed untrusted bytes, and are the entry points of the

@@ -85,7 +85,12 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f"}}])"), "tools");
   ExpectInvalid(chat(R"(,"some_future_field":{"x":1})"), "some_future_field");
   ExpectInvalid(chat(R"(,"response_format":{"type":"sound"})"), "response_format");
-  ExpectInvalid(chat(R"(,"logprobs":true)"), "logprobs");
+  ExpectInvalid(chat(R"(,"logprobs":1)"), "logprobs");
+  ExpectInvalid(chat(R"(,"top_logprobs":3)"), "top_logprobs");  // needs logprobs: true
+  ExpectInvalid(chat(R"(,"logprobs":true,"top_logprobs":21)"), "top_logprobs");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":"x","logprobs":6})"), "logprobs");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":"x","logprobs":true})"), "logprobs");
+  ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":"x","top_logprobs":1})"), "top_logprobs");
   // Their "ask for nothing" values are what clients send by default.
   for (const char* fine : {R"(,"logprobs":false)", R"(,"tools":[])", R"(,"tool_choice":"none")",
                            R"(,"response_format":{"type":"text"})", R"(,"logit_bias":{})"}) {
@@ -101,6 +106,22 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"stop":["a","b","c","d","e"])"), "stop");
   ExpectInvalid(chat(R"(,"stop":[1])"), "stop");
   ExpectInvalid(chat(R"(,"stream_options":{"include_usage":1})"), "stream_options.include_usage");
+}
+
+TEST(CompletionRequestTest, LogprobsAsChatAndCompletionsSpellThem) {
+  absl::StatusOr<CompletionRequest> chat = ParseChatCompletionRequest(
+      R"({"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"top_logprobs":20})");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_TRUE(chat->logprobs);
+  EXPECT_EQ(chat->top_logprobs, 20);
+  absl::StatusOr<CompletionRequest> text =
+      ParseTextCompletionRequest(R"({"prompt":"Hi","logprobs":0})");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(text->logprobs);
+  EXPECT_EQ(text->top_logprobs, 0);
+  absl::StatusOr<CompletionRequest> none = ParseTextCompletionRequest(R"({"prompt":"Hi"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->logprobs);
 }
 
 TEST(CompletionRequestTest, JoinsTextPartsWithANewline) {

@@ -26,6 +26,8 @@ struct FakeScript {
   // cached_tokens of the first event; -1 = echo request.reuse.reuse_len.
   int64_t cached_tokens = -1;
   absl::Duration delay = absl::ZeroDuration();  // before each event
+  // With token i when the request asks for logprobs (and i < size).
+  std::vector<TokenLogprobs> logprobs = {};
 };
 
 class FakeBackend : public GenerationBackend {
@@ -90,6 +92,7 @@ class FakeBackend : public GenerationBackend {
         event.has_token = true;
         event.token = script.tokens[i];
         event.cached_tokens = i == 0 ? cached : 0;
+        if (request.logprobs && i < script.logprobs.size()) event.logprobs = script.logprobs[i];
         if (i + 1 == n && script.error.ok()) {
           event.finish = n == static_cast<size_t>(request.max_tokens) ? FinishReason::kLength
                                                                       : FinishReason::kStop;

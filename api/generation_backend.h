@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
 #include "inference/tokenizer/tokenizer.h"
 
@@ -35,6 +37,9 @@ struct GenerationRequest {
   int32_t max_tokens = 16;    // >= 1
   PrefixReuse reuse;          // session_id empty = a throwaway session
   bool keep_session = false;  // keep the stages' KV after the request
+  // Report each token's log-probability, and this many alternatives (<= 20).
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -47,7 +52,8 @@ struct GenerationEvent {
   int32_t token = -1;
   uint32_t cached_tokens = 0;
   FinishReason finish = FinishReason::kNone;
-  absl::Status error;  // with kError
+  absl::Status error;                     // with kError
+  std::optional<TokenLogprobs> logprobs;  // with the token, when asked for
 };
 
 // A running request. Destroying the handle cancels the request if it is

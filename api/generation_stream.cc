@@ -21,6 +21,8 @@ absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
   request.prompt = params.prompt;
   request.sampling = params.sampling;
   request.max_tokens = params.max_tokens;
+  request.logprobs = params.logprobs;
+  request.top_logprobs = params.top_logprobs;
   request.reuse = lease.reuse();
   request.keep_session = keep_session && !request.reuse.session_id.empty();
   std::unique_ptr<GenerationStream> stream(
@@ -82,6 +84,7 @@ void GenerationStream::Apply(const GenerationEvent& event, std::string& out) {
   if (event.has_token) {
     sampled_.push_back(event.token);
     if (tokenizer_.IsEndOfGeneration(event.token)) return FinishDone("stop", out);
+    if (event.logprobs.has_value()) logprobs_.push_back(*event.logprobs);
     out += stop_filter_.Push(decoder_.Push(event.token));
     if (stop_filter_.stopped()) return FinishDone("stop", out);
     if (static_cast<int32_t>(sampled_.size()) >= max_tokens_) return FinishDone("length", out);
@@ -120,6 +123,12 @@ void GenerationStream::FinishFailed(absl::Status error) {
   error_ = std::move(error);
   handle_.reset();
   cache_.Abandon(*lease_);
+}
+
+std::vector<TokenLogprobs> GenerationStream::TakeLogprobs() {
+  std::vector<TokenLogprobs> taken;
+  taken.swap(logprobs_);
+  return taken;
 }
 
 void GenerationStream::Cancel() {

@@ -44,6 +44,8 @@ class GenerationStream {
     SamplingParams sampling;      // validated
     int32_t max_tokens = 16;      // >= 1
     std::vector<std::string> stop;
+    bool logprobs = false;  // collect each shown token's logprobs
+    int32_t top_logprobs = 0;
   };
 
   // Takes a lease from `cache` and submits. On a Submit error the lease is
@@ -58,6 +60,10 @@ class GenerationStream {
   // applies them, and returns the text that may be shown now: complete UTF-8,
   // cut at a stop string, minus any tail that could start one. Often "".
   std::string Poll(absl::Duration timeout);
+
+  // The logprobs of the tokens sampled since the last call, in order (not of
+  // an end-of-generation token). Empty unless Params::logprobs.
+  std::vector<TokenLogprobs> TakeLogprobs();
 
   // The client went away: drop the request. No-op once terminal.
   void Cancel();
@@ -93,7 +99,8 @@ class GenerationStream {
   StreamingDecoder decoder_;
   StopFilter stop_filter_;
   State state_ = State::kQueued;
-  std::vector<int32_t> sampled_;  // every sampled token, EOS included
+  std::vector<int32_t> sampled_;         // every sampled token, EOS included
+  std::vector<TokenLogprobs> logprobs_;  // not yet taken
   uint32_t cached_tokens_ = 0;
   std::string finish_reason_;
   absl::Status error_;

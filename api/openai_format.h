@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "inference/sampling/logprobs.h"
+#include "inference/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
@@ -38,14 +41,30 @@ std::string SystemFingerprint(const std::string& model);
 //  "prompt_tokens_details":{"cached_tokens"}}
 nlohmann::json UsageJson(const Usage& usage);
 
-// A whole (non-streamed) chat.completion or text_completion.
+// choices[0].logprobs of a chat response or chunk:
+//   {"content":[{"token","logprob","bytes":[...],"top_logprobs":[{"token","logprob","bytes"}]}],
+//    "refusal":null}
+// A token's text is its piece (TokenToPiece: "" for control tokens). A
+// logprob of -inf is reported as -9999, as OpenAI does (JSON has no -inf).
+nlohmann::json ChatLogprobsJson(const Tokenizer& tokenizer, std::span<const TokenLogprobs> tokens);
+// choices[0].logprobs of a text completion, the legacy format:
+//   {"tokens":[...],"token_logprobs":[...],"top_logprobs":[{piece: logprob}],"text_offset":[...]}
+// text_offset counts bytes from `first_offset` (the text already sent).
+nlohmann::json TextLogprobsJson(const Tokenizer& tokenizer, std::span<const TokenLogprobs> tokens,
+                                size_t first_offset);
+
+// A whole (non-streamed) chat.completion or text_completion. `logprobs` is
+// choices[0].logprobs (null when not asked for).
 nlohmann::json CompletionJson(const ResponseMeta& meta, std::string_view text,
-                              std::string_view finish_reason, const Usage& usage);
+                              std::string_view finish_reason, const Usage& usage,
+                              const nlohmann::json& logprobs = nullptr);
 
 // One chunk. Chat: the first chunk has role (with_role), content chunks have
 // text, the last has finish_reason and an empty delta. Text: choices[0].text.
+// `logprobs` as in CompletionJson, for this chunk's tokens.
 nlohmann::json ChunkJson(const ResponseMeta& meta, bool with_role, std::string_view text,
-                         std::optional<std::string_view> finish_reason);
+                         std::optional<std::string_view> finish_reason,
+                         const nlohmann::json& logprobs = nullptr);
 // The chunk after the last one when stream_options.include_usage: choices [].
 nlohmann::json UsageChunkJson(const ResponseMeta& meta, const Usage& usage);
 

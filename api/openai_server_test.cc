@@ -585,6 +585,83 @@ TEST_F(ApiServerTest, TokenIdPromptsGoToTheBackendAsGiven) {
               400, "invalid_request_error", nullptr, "prompt");
 }
 
+// Scripted logprobs for `ids`: token i gets -0.5 * (i + 1), alternatives
+// token i itself and token 5 (worse).
+std::vector<TokenLogprobs> ScriptedLogprobs(const std::vector<int32_t>& ids) {
+  std::vector<TokenLogprobs> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const float lp = -0.5f * static_cast<float>(i + 1);
+    out.push_back(TokenLogprobs{{ids[i], lp}, {{ids[i], lp}, {5, lp - 1}}});
+  }
+  return out;
+}
+
+TEST_F(ApiServerTest, ChatLogprobsHaveOpenAiShapeWholeAndStreamed) {
+  StartServer();
+  const std::vector<int32_t> ids = Tokens("Once upon a time");
+  backend_->SetScript([&](const GenerationRequest&) {
+    return FakeScript{.tokens = ids, .logprobs = ScriptedLogprobs(ids)};
+  });
+  httplib::Result r = Post("/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"Hi"}],"logprobs":true,)"
+                           R"("top_logprobs":2})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(backend_->submitted().size(), 1u);
+  EXPECT_TRUE(backend_->submitted()[0].logprobs);
+  EXPECT_EQ(backend_->submitted()[0].top_logprobs, 2);
+  const Json content = Json::parse(r->body)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), ids.size()) << r->body;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = tokenizer_->TokenToPiece(ids[i]);
+    EXPECT_EQ(content[i]["token"], piece);
+    EXPECT_FLOAT_EQ(content[i]["logprob"].get<float>(), -0.5f * static_cast<float>(i + 1));
+    EXPECT_EQ(content[i]["bytes"].size(), piece.size());
+    ASSERT_EQ(content[i]["top_logprobs"].size(), 2u);
+    EXPECT_GT(content[i]["top_logprobs"][0]["logprob"], content[i]["top_logprobs"][1]["logprob"]);
+  }
+  // Streamed: every token's entry arrives once, in order, with its text.
+  r = Post("/v1/chat/completions",
+           R"({"messages":[{"role":"user","content":"Hi"}],"logprobs":true,"stream":true})");
+  ASSERT_TRUE(r);
+  std::string text;
+  std::vector<std::string> streamed;
+  for (const Json& frame : SseFrames(r->body)) {
+    const Json& choice = frame["choices"][0];
+    if (choice["delta"].contains("content")) text += choice["delta"]["content"].get<std::string>();
+    if (choice["logprobs"].is_null()) continue;
+    for (const Json& e : choice["logprobs"]["content"]) streamed.push_back(e["token"]);
+  }
+  std::string joined;
+  for (const std::string& s : streamed) joined += s;
+  EXPECT_EQ(streamed.size(), ids.size());
+  EXPECT_EQ(joined, text);
+  // Not asked: null.
+  r = Post("/v1/chat/completions", kHello);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(Json::parse(r->body)["choices"][0]["logprobs"].is_null()) << r->body;
+}
+
+TEST_F(ApiServerTest, TextCompletionLogprobsUseTheLegacyShape) {
+  StartServer();
+  const std::vector<int32_t> ids = Tokens("Once upon");
+  backend_->SetScript([&](const GenerationRequest&) {
+    return FakeScript{.tokens = ids, .logprobs = ScriptedLogprobs(ids)};
+  });
+  httplib::Result r = Post("/v1/completions", R"({"prompt":"Hi","logprobs":1})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json lp = Json::parse(r->body)["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), ids.size()) << r->body;
+  size_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(lp["tokens"][i], tokenizer_->TokenToPiece(ids[i]));
+    EXPECT_EQ(lp["text_offset"][i], offset);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 2u);
+    offset += tokenizer_->TokenToPiece(ids[i]).size();
+  }
+}
+
 TEST_F(ApiServerTest, SecondTurnReusesTheFirstTurnsSession) {
   StartServer();
   const std::string reply = " Once upon a time";

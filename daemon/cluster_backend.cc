@@ -1,5 +1,7 @@
 #include "daemon/cluster_backend.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -72,6 +74,8 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
   r.reuse_len = request.reuse.reuse_len;
   r.fork_from = request.reuse.fork_from;
   r.keep_session = request.keep_session;
+  r.logprobs.set_enabled(request.logprobs);
+  r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
   const std::string id = r.request_id;
   RINGLM_RETURN_IF_ERROR(node_.origin().Start(std::move(r), [on_event](const OriginEvent& e) {
     GenerationEvent g;
@@ -80,6 +84,7 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     g.cached_tokens = e.cached_tokens;
     g.finish = FromProto(e.finish);
     g.error = e.error;
+    g.logprobs = e.logprobs;
     on_event(g);
   }));
   return std::make_unique<OriginHandle>(node_.origin(), id);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/proto_convert.h"
 #include "inference/token_digest.h"
 #include "spdlog/spdlog.h"
 
@@ -114,6 +115,7 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     step.mutable_tokens()->Add(r.prompt.begin() + start, r.prompt.begin() + end);
     *step.mutable_sampling() = r.sampling;
     *step.mutable_limits() = r.limits;
+    *step.mutable_logprobs() = r.logprobs;
     step.set_sample(end == r.prompt.size());
     step.set_wire_dtype(r.wire_dtype);
     if (absl::Status s = transport_->StageStep(r.plan.stages(0).node_id(), step); !s.ok()) {
@@ -184,6 +186,7 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
   event.has_token = true;
   event.token = d.token();
   event.finish = d.finish_reason();
+  if (d.has_logprobs()) event.logprobs = LogprobsFromProto(d.logprobs());
   if (d.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) return Finish(id, event);
   absl::MutexLock lock(&sink_mu_);
   sink(event);

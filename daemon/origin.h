@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "daemon/node_metrics.h"
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
+#include "inference/sampling/logprobs.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -30,6 +32,8 @@ struct OriginEvent {
   absl::Status error;  // with FINISH_REASON_ERROR
   // On the first token: prompt positions taken from the stages' caches.
   uint32_t cached_tokens = 0;
+  // With the token, when the request asked for logprobs.
+  std::optional<TokenLogprobs> logprobs;
 };
 // Called once per event, in order, never concurrently for one request, and
 // never with a lock held. Must not block.
@@ -53,6 +57,7 @@ struct OriginRequest {
   std::vector<int32_t> prompt;
   v1::SamplingParams sampling;
   v1::GenerationLimits limits;
+  v1::LogprobOptions logprobs;
   v1::DType wire_dtype = v1::DTYPE_F32;
   // Continue from the first reuse_len positions of session_id (or of
   // fork_from, copied). A stage that does not hold them exactly reports a

@@ -1,5 +1,6 @@
 #include "daemon/proto_convert.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -97,6 +98,27 @@ SamplingParams SamplingFromProto(const v1::SamplingParams& p) {
   s.frequency_penalty = p.frequency_penalty();
   s.seed = p.seed();
   return s;
+}
+
+TokenLogprobs LogprobsFromProto(const v1::TokenLogprobs& p) {
+  TokenLogprobs out;
+  out.chosen = {p.chosen().token(), p.chosen().logprob()};
+  const int n = std::min(p.top_size(), kMaxTopLogprobs);
+  out.top.reserve(n);
+  for (int i = 0; i < n; ++i) out.top.push_back({p.top(i).token(), p.top(i).logprob()});
+  return out;
+}
+
+v1::TokenLogprobs LogprobsToProto(const TokenLogprobs& logprobs) {
+  v1::TokenLogprobs p;
+  p.mutable_chosen()->set_token(logprobs.chosen.token);
+  p.mutable_chosen()->set_logprob(logprobs.chosen.logprob);
+  for (const TokenLogprob& t : logprobs.top) {
+    v1::TokenLogprob* e = p.add_top();
+    e->set_token(t.token);
+    e->set_logprob(t.logprob);
+  }
+  return p;
 }
 
 v1::Tensor EncodeHidden(const std::vector<float>& values, uint64_t n_tokens, uint64_t n_embd,

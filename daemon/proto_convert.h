@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
 #include "partition/capabilities.h"
 #include "partition/ring_partition.h"
@@ -28,6 +29,10 @@ absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::st
 v1::SamplingParams SamplingToProto(const SamplingParams& params);
 // Fields left at proto3's zero mean "off"; temperature 0 is greedy.
 SamplingParams SamplingFromProto(const v1::SamplingParams& params);
+
+// At most kMaxTopLogprobs alternatives are kept of what a member sent.
+TokenLogprobs LogprobsFromProto(const v1::TokenLogprobs& logprobs);
+v1::TokenLogprobs LogprobsToProto(const TokenLogprobs& logprobs);
 
 // Hidden states [n_tokens x n_embd] in the given dtype.
 v1::Tensor EncodeHidden(const std::vector<float>& values, uint64_t n_tokens, uint64_t n_embd,

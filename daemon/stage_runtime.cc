@@ -22,6 +22,7 @@ v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_i
   next.set_origin(from.origin());
   *next.mutable_sampling() = from.sampling();
   *next.mutable_limits() = from.limits();
+  *next.mutable_logprobs() = from.logprobs();
   next.set_wire_dtype(from.wire_dtype());
   return next;
 }
@@ -302,6 +303,10 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   deliver.set_request_id(request.request_id());
   deliver.set_token(token);
   deliver.set_index(index);
+  if (request.logprobs().enabled()) {
+    *deliver.mutable_logprobs() = LogprobsToProto(
+        ComputeLogprobs(logits, token, static_cast<int32_t>(request.logprobs().top())));
+  }
   if (!request.limits().ignore_eos() && model_.tokenizer().IsEndOfGeneration(token)) {
     deliver.set_finish_reason(v1::FINISH_REASON_STOP);
   } else if (static_cast<int64_t>(index) + 1 >= request.limits().max_tokens() ||

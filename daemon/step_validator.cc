@@ -100,6 +100,10 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
     return absl::InvalidArgumentError("max_tokens must be >= 0");
   }
   RINGLM_RETURN_IF_ERROR(SamplingFromProto(step.sampling()).Validate());
+  if (step.logprobs().top() > static_cast<uint32_t>(kMaxTopLogprobs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("logprobs.top must be at most ", kMaxTopLogprobs));
+  }
   // Whatever else it carries (long addresses, unknown fields), a well-formed
   // step is never larger than the bound the gRPC server is configured with.
   if (step.ByteSizeLong() > MaxStepBytes(limits)) {

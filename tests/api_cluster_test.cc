@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -80,6 +81,24 @@ class LocalReference {
     options.sampling.temperature = 0;
     return *generator_->Generate(prompt, options);
   }
+
+  // The logits after each of `generated`'s positions but the last: row i is
+  // what chose generated[i].
+  std::vector<std::vector<float>> Logits(const std::vector<int32_t>& prompt,
+                                         const std::vector<int32_t>& generated) const {
+    const StageEngine& engine = generator_->engine();
+    KvCache cache = engine.NewCache(1024);
+    std::vector<std::vector<float>> rows(generated.size());
+    std::vector<int32_t> input = prompt;
+    for (size_t i = 0; i < generated.size(); ++i) {
+      EXPECT_TRUE(
+          engine.Forward(cache, StageInput{input, {}}, LogitsMode::kLastPosition, &rows[i]).ok());
+      input = {generated[i]};
+    }
+    return rows;
+  }
+
+  const Tokenizer& tokenizer() const { return model_->tokenizer(); }
 
   std::string Text(const std::vector<int32_t>& ids) const {
     StreamingDecoder decoder(model_->tokenizer());
@@ -256,6 +275,62 @@ std::string StreamChat(uint16_t port, const std::string& prompt) {
   return text;
 }
 
+// log_softmax(row)[id], in double, written out here rather than taken from
+// the code under test.
+double LogSoftmax(const std::vector<float>& row, int32_t id) {
+  const double max = *std::max_element(row.begin(), row.end());
+  double sum = 0;
+  for (float v : row) sum += std::exp(v - max);
+  return row[id] - max - std::log(sum);
+}
+
+TEST(ApiClusterTest, LogprobsAreTheLogSoftmaxOfTheModelsLogits) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  const json messages = json::array({{{"role", "user"}, {"content", kTurns[0]}}});
+  httplib::Client client("127.0.0.1", cluster.api_port());
+  client.set_read_timeout(60, 0);
+  json body = {{"messages", messages},
+               {"max_tokens", 12},
+               {"temperature", 0},
+               {"logprobs", true},
+               {"top_logprobs", 5}};
+  auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body << cluster.Logs();
+  const json content = json::parse(res->body)["choices"][0]["logprobs"]["content"];
+
+  LocalReference local;
+  const std::vector<int32_t> prompt = local.PromptIds(messages);
+  std::vector<int32_t> generated = local.Generate(prompt);
+  generated.resize(std::min<size_t>(generated.size(), 12));
+  if (!generated.empty() && local.tokenizer().IsEndOfGeneration(generated.back())) {
+    generated.pop_back();  // an end token has no entry
+  }
+  ASSERT_GE(generated.size(), 4u);
+  const std::vector<std::vector<float>> logits = local.Logits(prompt, generated);
+  ASSERT_EQ(content.size(), generated.size()) << res->body;
+  for (size_t i = 0; i < generated.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("token ", i));
+    EXPECT_EQ(content[i]["token"], local.tokenizer().TokenToPiece(generated[i]));
+    EXPECT_NEAR(content[i]["logprob"].get<double>(), LogSoftmax(logits[i], generated[i]), 1e-5);
+    // The alternatives: the 5 best of the same row, best first.
+    std::vector<double> expected;
+    for (size_t id = 0; id < logits[i].size(); ++id) {
+      expected.push_back(LogSoftmax(logits[i], static_cast<int32_t>(id)));
+    }
+    std::sort(expected.rbegin(), expected.rend());
+    const json& top = content[i]["top_logprobs"];
+    ASSERT_EQ(top.size(), 5u);
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_NEAR(top[k]["logprob"].get<double>(), expected[k], 1e-5);
+      if (k > 0) EXPECT_GE(top[k - 1]["logprob"], top[k]["logprob"]);
+    }
+    // Greedy: the chosen token is the best one.
+    EXPECT_EQ(top[0]["token"], content[i]["token"]);
+  }
+}
+
 TEST(ApiClusterTest, EightConcurrentStreamsEachGetTheirOwnText) {
   LoopbackCluster cluster(HeadOptions());
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
@@ -323,7 +398,7 @@ TEST(ApiClusterTest, ANonStreamingRequestStopsWhenItsClientDisconnects) {
   ASSERT_TRUE(testing::WaitFor([&] { return metric("ringlm_requests_active") == 1; }, 30s))
       << cluster.Logs();
   std::this_thread::sleep_for(300ms);  // well into its decode
-  ::close(fd);  // hang up without reading the answer
+  ::close(fd);                         // hang up without reading the answer
   const auto closed = std::chrono::steady_clock::now();
   ASSERT_TRUE(
       testing::WaitFor([&] { return metric("ringlm_requests_total", cancelled) == 1; }, 30s))
