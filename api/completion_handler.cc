@@ -10,6 +10,7 @@
 #include "api/api_error.h"
 #include "api/http_connection_gate.h"
 #include "api/openai_format.h"
+#include "api/response_writer.h"
 #include "base/status_macros.h"
 
 namespace ringlm {
@@ -47,6 +48,11 @@ void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Respons
   Handle(ParseChatCompletionRequest(req.body, options_.json_limits), res);
 }
 
+void CompletionHandler::HandleResponses(const httplib::Request& req, httplib::Response& res) {
+  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
+  Handle(ParseResponsesRequest(req.body, options_.json_limits), res);
+}
+
 void CompletionHandler::HandleText(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
   Handle(ParseTextCompletionRequest(req.body, options_.json_limits), res);
@@ -75,13 +81,16 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   if (absl::Status ready = backend_.WaitUntilReady(std::chrono::seconds(2)); !ready.ok()) {
     return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
   }
-  const bool chat = request.kind == CompletionRequest::Kind::kChat;
+  const bool chat = request.kind != CompletionRequest::Kind::kText;
   GenerationStream::Params params;
   if (chat) {
     absl::StatusOr<std::vector<PromptSegment>> rendered =
         RenderChatSegments(options_.format, request.messages, true);
-    if (!rendered.ok())
-      return InvalidFieldError("messages", std::string(rendered.status().message()));
+    if (!rendered.ok()) {
+      return InvalidFieldError(
+          request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
+          std::string(rendered.status().message()));
+    }
     params.prompt = Tokenize(*rendered);
   } else if (!request.prompt_ids.empty()) {
     for (int32_t id : request.prompt_ids) {
@@ -98,7 +107,9 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
     params.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
                                                 /*parse_special=*/true);
   }
-  const char* prompt_param = chat ? "messages" : "prompt";
+  const char* prompt_param = request.kind == CompletionRequest::Kind::kChat ? "messages"
+                             : chat                                         ? "input"
+                                                                            : "prompt";
   if (params.prompt.empty()) return InvalidFieldError(prompt_param, "the prompt is empty");
   const uint32_t context = backend_.context_size();
   if (params.prompt.size() >= context) {
@@ -143,7 +154,7 @@ nlohmann::json CompletionHandler::LogprobsJson(const CompletionRequest& request,
                                                std::span<const TokenLogprobs> tokens,
                                                size_t text_offset) const {
   if (!request.logprobs) return nullptr;
-  if (request.kind == CompletionRequest::Kind::kChat) {
+  if (request.kind != CompletionRequest::Kind::kText) {
     return ChatLogprobsJson(backend_.tokenizer(), tokens);
   }
   return TextLogprobsJson(backend_.tokenizer(), tokens, text_offset);
@@ -169,14 +180,13 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   if (stream->state() != GenerationStream::State::kDone) {
     return SetErrorResponse(ClientFacing(stream->error()), res);
   }
-  const ResponseMeta meta{request.kind == CompletionRequest::Kind::kChat,
-                          NewCompletionId(request.kind == CompletionRequest::Kind::kChat),
-                          absl::ToUnixSeconds(absl::Now()), request.model};
+  const std::unique_ptr<ResponseWriter> writer =
+      MakeResponseWriter(request, absl::ToUnixSeconds(absl::Now()));
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
-  res.set_header("x-request-id", meta.id);
-  res.set_content(DumpJson(CompletionJson(meta, text, stream->finish_reason(), usage,
-                                          LogprobsJson(request, logprobs, 0))),
+  res.set_header("x-request-id", writer->id());
+  res.set_content(DumpJson(writer->Whole(text, stream->finish_reason(), usage,
+                                         LogprobsJson(request, logprobs, 0))),
                   "application/json");
 }
 
@@ -185,14 +195,13 @@ namespace {
 // A streaming response's state, shared by httplib's content provider and
 // resource releaser; it lives as long as the httplib::Response does.
 struct SseState {
-  ResponseMeta meta;
-  bool include_usage = false;
-  bool sent_role = false;
+  CompletionRequest request;
+  std::unique_ptr<ResponseWriter> writer;
+  bool started = false;
   size_t sent_bytes = 0;                // text sent so far (text_offset of logprobs)
   std::vector<TokenLogprobs> logprobs;  // of tokens whose text is not sent yet
   std::unique_ptr<GenerationStream> stream;
   std::shared_ptr<void> slot;
-  CompletionRequest request;
 };
 
 }  // namespace
@@ -202,22 +211,20 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
                                          std::unique_ptr<GenerationStream> stream,
                                          httplib::Response& res) {
   auto state = std::make_shared<SseState>();
-  const bool chat = request.kind == CompletionRequest::Kind::kChat;
-  state->meta =
-      ResponseMeta{chat, NewCompletionId(chat), absl::ToUnixSeconds(absl::Now()), request.model};
-  state->include_usage = request.include_usage;
   state->request = request;
+  state->writer = MakeResponseWriter(request, absl::ToUnixSeconds(absl::Now()));
   state->stream = std::move(stream);
   state->slot = std::shared_ptr<Slot>(std::move(slot));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
-  res.set_header("x-request-id", state->meta.id);
+  res.set_header("x-request-id", state->writer->id());
   // Called repeatedly on this HTTP thread until sink.done(). Returning false,
   // or a failed write, aborts the response; the releaser then cancels.
   auto provider = [state, this](size_t /*offset*/, httplib::DataSink& sink) -> bool {
     GenerationStream& gen = *state->stream;
+    ResponseWriter& writer = *state->writer;
     auto write = [&sink, &gen](const std::string& data) {
-      if (sink.write(data.data(), data.size())) return true;
+      if (data.empty() || sink.write(data.data(), data.size())) return true;
       gen.Cancel();  // the client is gone
       return false;
     };
@@ -225,16 +232,15 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
       gen.Cancel();
       return false;
     }
-    if (!state->sent_role) {
-      state->sent_role = true;
-      if (state->meta.chat && !write(SseFrame(ChunkJson(state->meta, true, "", std::nullopt)))) {
-        return false;
-      }
+    if (!state->started) {
+      state->started = true;
+      if (!write(writer.StreamStart())) return false;
     }
     const std::string text = gen.Poll(kPollInterval);
     for (TokenLogprobs& t : gen.TakeLogprobs()) state->logprobs.push_back(std::move(t));
     // A chunk's logprobs are those of the tokens whose text it completes.
     auto take_logprobs = [&] {
+      if (state->logprobs.empty()) return nlohmann::json(nullptr);
       nlohmann::json json = LogprobsJson(state->request, state->logprobs, state->sent_bytes);
       state->logprobs.clear();
       return json;
@@ -242,25 +248,19 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
     if (!text.empty()) {
       nlohmann::json logprobs = take_logprobs();
       state->sent_bytes += text.size();
-      if (!write(SseFrame(ChunkJson(state->meta, false, text, std::nullopt, logprobs)))) {
-        return false;
-      }
+      if (!write(writer.StreamText(text, logprobs))) return false;
     }
     if (!gen.finished()) return true;
     std::string tail;
     if (gen.state() == GenerationStream::State::kDone) {
       tail =
-          SseFrame(ChunkJson(state->meta, false, "", gen.finish_reason(),
-                             state->logprobs.empty() ? nlohmann::json(nullptr) : take_logprobs()));
-      if (state->include_usage) {
-        tail += SseFrame(UsageChunkJson(
-            state->meta, Usage{gen.prompt_tokens(), gen.completion_tokens(), gen.cached_tokens()}));
-      }
+          writer.StreamEnd(gen.finish_reason(),
+                           Usage{gen.prompt_tokens(), gen.completion_tokens(), gen.cached_tokens()},
+                           take_logprobs());
     } else {
       // Headers are gone already: report the error in-band, as OpenAI does.
-      tail = "data: " + ToHttpError(ClientFacing(gen.error())).body + "\n\n";
+      tail = writer.StreamError(ToHttpError(ClientFacing(gen.error())));
     }
-    tail += kSseDone;
     if (!write(tail)) return false;
     sink.done();
     return true;

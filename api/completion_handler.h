@@ -1,4 +1,4 @@
-// POST /v1/chat/completions and /v1/completions: from the request body to a
+// POST /v1/chat/completions, /v1/completions and /v1/responses: from the request body to a
 // whole response or an SSE stream. Internal to ApiServer.
 #ifndef RINGLM_API_COMPLETION_HANDLER_H_
 #define RINGLM_API_COMPLETION_HANDLER_H_
@@ -49,6 +49,7 @@ class CompletionHandler {
 
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleText(const httplib::Request& req, httplib::Response& res);
+  void HandleResponses(const httplib::Request& req, httplib::Response& res);
 
   // Makes every waiting or streaming request give up (server shutdown).
   void Shutdown() { stopping_ = true; }

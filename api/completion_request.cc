@@ -70,7 +70,8 @@ absl::Status ParseCommon(const Json& body, CompletionRequest& out) {
       return InvalidFieldError("n", "only n = 1 is supported");
     }
   }
-  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+  // max_output_tokens is the Responses API's name; each endpoint admits its own.
+  for (const char* name : {"max_tokens", "max_completion_tokens", "max_output_tokens"}) {
     const Json* v = Field(body, name);
     if (v == nullptr) continue;
     if (!v->is_number_integer()) {
@@ -185,8 +186,11 @@ absl::StatusOr<Json> ParseObject(std::string_view body, const JsonLimits& limits
   return json;
 }
 
+// `part_types`: the content-part types that carry text ("text" on chat;
+// "input_text" and "output_text" on the Responses API).
 absl::StatusOr<std::string> MessageContent(const Json& message, const std::string& param,
-                                           const std::string& role) {
+                                           const std::string& role,
+                                           std::initializer_list<std::string_view> part_types) {
   const Json* content = Field(message, "content");
   if (content == nullptr) {
     if (role == "assistant") return std::string();
@@ -203,8 +207,12 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
     if (!part.is_object()) return InvalidFieldError(part_param, "a content part must be an object");
     const Json* type = Field(part, "type");
     const Json* part_text = Field(part, "text");
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      return InvalidFieldError(part_param + ".type", "only 'text' content parts are supported");
+    if (type == nullptr || !type->is_string() ||
+        std::find(part_types.begin(), part_types.end(), type->get<std::string>()) ==
+            part_types.end()) {
+      return InvalidFieldError(part_param + ".type",
+                               absl::StrCat("only '", std::string(*part_types.begin()),
+                                            "' content parts are supported"));
     }
     if (part_text == nullptr || !part_text->is_string()) {
       return InvalidFieldError(part_param + ".text", "'text' must be a string");
@@ -215,6 +223,22 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
     text += part_text->get<std::string>();
   }
   return text;
+}
+
+// The roles a message may have; "developer" means "system".
+absl::StatusOr<std::string> MessageRole(const Json& m, const std::string& param) {
+  const Json* role = Field(m, "role");
+  if (role == nullptr || !role->is_string()) {
+    return InvalidFieldError(param + ".role", "'role' must be a string");
+  }
+  std::string role_name = role->get<std::string>();
+  if (role_name == "developer") role_name = "system";
+  if (role_name != "system" && role_name != "user" && role_name != "assistant") {
+    return InvalidFieldError(param + ".role",
+                             absl::StrCat("unsupported role '", role_name,
+                                          "' (use system, developer, user or assistant)"));
+  }
+  return role_name;
 }
 
 // Chat: "logprobs": bool, "top_logprobs": 0..20 (only with logprobs).
@@ -270,18 +294,8 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
     const Json& m = (*messages)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return InvalidFieldError(param, "a message must be an object");
-    const Json* role = Field(m, "role");
-    if (role == nullptr || !role->is_string()) {
-      return InvalidFieldError(param + ".role", "'role' must be a string");
-    }
-    std::string role_name = role->get<std::string>();
-    if (role_name == "developer") role_name = "system";
-    if (role_name != "system" && role_name != "user" && role_name != "assistant") {
-      return InvalidFieldError(param + ".role",
-                               absl::StrCat("unsupported role '", role_name,
-                                            "' (use system, developer, user or assistant)"));
-    }
-    RINGLM_ASSIGN_OR_RETURN(std::string content, MessageContent(m, param, role_name));
+    RINGLM_ASSIGN_OR_RETURN(std::string role_name, MessageRole(m, param));
+    RINGLM_ASSIGN_OR_RETURN(std::string content, MessageContent(m, param, role_name, {"text"}));
     out.messages.push_back(ChatMessage{std::move(role_name), std::move(content)});
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
@@ -318,6 +332,66 @@ absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view bo
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
   RINGLM_RETURN_IF_ERROR(ParseTextLogprobs(json, out));
+  return out;
+}
+
+absl::StatusOr<CompletionRequest> ParseResponsesRequest(std::string_view body,
+                                                        const JsonLimits& limits) {
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
+  RINGLM_RETURN_IF_ERROR(
+      CheckFieldsKnown(json, {"input", "instructions", "max_output_tokens", "store", "metadata",
+                              "text", "truncation", "parallel_tool_calls"}));
+  CompletionRequest out;
+  out.kind = CompletionRequest::Kind::kResponses;
+  if (const Json* instructions = Field(json, "instructions")) {
+    if (!instructions->is_string()) {
+      return InvalidFieldError("instructions", "'instructions' must be a string");
+    }
+    out.messages.push_back(ChatMessage{"system", instructions->get<std::string>()});
+  }
+  const Json* input = Field(json, "input");
+  if (input == nullptr) return InvalidFieldError("input", "'input' is required");
+  if (input->is_string()) {
+    out.messages.push_back(ChatMessage{"user", input->get<std::string>()});
+  } else if (input->is_array() && !input->empty()) {
+    for (size_t i = 0; i < input->size(); ++i) {
+      const Json& item = (*input)[i];
+      const std::string param = absl::StrCat("input[", i, "]");
+      if (!item.is_object()) return InvalidFieldError(param, "an input item must be an object");
+      if (const Json* type = Field(item, "type");
+          type != nullptr && (!type->is_string() || type->get<std::string>() != "message")) {
+        return InvalidFieldError(param + ".type", "only 'message' input items are supported");
+      }
+      RINGLM_ASSIGN_OR_RETURN(std::string role, MessageRole(item, param));
+      RINGLM_ASSIGN_OR_RETURN(std::string content,
+                              MessageContent(item, param, role, {"input_text", "output_text"}));
+      out.messages.push_back(ChatMessage{std::move(role), std::move(content)});
+    }
+  } else {
+    return InvalidFieldError("input", "'input' must be a string or a non-empty array of messages");
+  }
+  // Nothing is stored (there is no previous_response_id to refer to one), so
+  // store: true asks for nothing this server could honour later either way.
+  if (const Json* store = Field(json, "store"); store != nullptr && !store->is_boolean()) {
+    return InvalidFieldError("store", "'store' must be a boolean");
+  }
+  if (const Json* metadata = Field(json, "metadata")) {
+    if (!metadata->is_object())
+      return InvalidFieldError("metadata", "'metadata' must be an object");
+    out.metadata = *metadata;
+  }
+  if (const Json* truncation = Field(json, "truncation");
+      truncation != nullptr && *truncation != "disabled") {
+    return InvalidFieldError("truncation", "only 'disabled' truncation is supported");
+  }
+  if (const Json* text = Field(json, "text")) {
+    const Json* format = text->is_object() ? Field(*text, "format") : nullptr;
+    const Json* type = format != nullptr && format->is_object() ? Field(*format, "type") : nullptr;
+    if (!text->is_object() || (format != nullptr && (type == nullptr || *type != "text"))) {
+      return InvalidFieldError("text.format", "only the 'text' output format is supported");
+    }
+  }
+  RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
   return out;
 }
 

@@ -15,11 +15,13 @@
 #include "inference/chat_template.h"
 #include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
+#include "nlohmann/json.hpp"
 
 namespace ringlm {
 
 struct CompletionRequest {
-  enum class Kind { kChat, kText };
+  // kResponses: POST /v1/responses, a chat whose answer has that API's shape.
+  enum class Kind { kChat, kText, kResponses };
   Kind kind = Kind::kChat;
   // Empty when the client sent none (the server then uses its only model).
   std::string model;
@@ -40,6 +42,8 @@ struct CompletionRequest {
   // sets logprobs and top_logprobs = N.
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  // kResponses: the request's metadata, echoed in the response (never stored).
+  nlohmann::json metadata = nlohmann::json::object();
 };
 
 inline constexpr int32_t kMaxTextLogprobs = 5;  // OpenAI's cap on /v1/completions
@@ -52,8 +56,9 @@ inline constexpr int32_t kMaxTextLogprobs = 5;  // OpenAI's cap on /v1/completio
 // Errors: InvalidArgument with the offending field as the error's param
 // (see api_error.h) for malformed JSON, JSON past `limits`, a non-object
 // body, a field of the wrong type or out of range, n != 1, max_tokens <= 0,
-// more than 4 stop strings. Unknown fields are ignored; JSON null counts as
-// absent.
+// more than 4 stop strings, and for any field the endpoint does not support
+// (named as the error's param; a few "ask for nothing" values such as
+// "tools": [] are let through). JSON null counts as absent.
 //
 // Chat: `messages` must be a non-empty array of {role, content}; roles
 // system, developer (treated as system), user, assistant; content a string,
@@ -65,6 +70,15 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
 // of token ids, or an array holding one array of token ids.
 absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits = {});
+// Responses (the basic text subset): `input` is a string (one user message)
+// or an array of message items ({"type":"message"} optional, a role, content
+// as a string or input_text/output_text parts); `instructions` becomes a
+// leading system message; max_output_tokens, temperature, top_p, stream,
+// metadata (echoed), store (nothing is ever stored), truncation "disabled"
+// and text.format "text" are accepted. Other fields (previous_response_id,
+// tools, reasoning, ...) are refused by name.
+absl::StatusOr<CompletionRequest> ParseResponsesRequest(std::string_view body,
+                                                        const JsonLimits& limits = {});
 
 }  // namespace ringlm
 

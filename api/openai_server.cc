@@ -218,6 +218,9 @@ void ApiServer::Impl::Route() {
   server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     completions.HandleText(req, res);
   });
+  server.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+    completions.HandleResponses(req, res);
+  });
   auto model_json = [this](const std::string& id) {
     return nlohmann::json{
         {"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ringlm"}};

@@ -1,7 +1,7 @@
 // The head node's OpenAI-compatible HTTP API.
 //
 // Endpoints:
-//   POST /v1/chat/completions, POST /v1/completions  (stream or not)
+//   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (stream or not)
 //   GET  /v1/models, GET /v1/models/{id}
 //   GET  /v1/topology   the backend's TopologyJson(), for the web page
 //   GET  /health        200 {"status":"ok"} when the backend is Ready(), else 503

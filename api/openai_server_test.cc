@@ -662,6 +662,90 @@ TEST_F(ApiServerTest, TextCompletionLogprobsUseTheLegacyShape) {
   }
 }
 
+TEST_F(ApiServerTest, ResponsesApiAnswersWithAResponseObject) {
+  StartServer();
+  Script("Once upon a time");
+  httplib::Result r =
+      Post("/v1/responses", R"({"model":"stories260K","instructions":"Be brief.","input":"Hello",)"
+                            R"("max_output_tokens":64,"metadata":{"k":"v"}})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json body = Json::parse(r->body);
+  EXPECT_EQ(body["object"], "response");
+  EXPECT_EQ(body["status"], "completed");
+  EXPECT_EQ(body["id"].get<std::string>().rfind("resp_", 0), 0u);
+  EXPECT_EQ(r->get_header_value("x-request-id"), body["id"]);
+  EXPECT_EQ(body["metadata"]["k"], "v");
+  ASSERT_EQ(body["output"].size(), 1u);
+  const Json& item = body["output"][0];
+  EXPECT_EQ(item["type"], "message");
+  EXPECT_EQ(item["role"], "assistant");
+  EXPECT_EQ(item["content"][0]["type"], "output_text");
+  EXPECT_EQ(item["content"][0]["text"], Pieces(Tokens("Once upon a time")));
+  EXPECT_EQ(body["usage"]["output_tokens"], Tokens("Once upon a time").size());
+  // instructions became a system message, input a user message.
+  const std::vector<int32_t> prompt = backend_->submitted()[0].prompt;
+  const std::string rendered = tokenizer_->Decode(prompt);
+  EXPECT_NE(rendered.find("Be brief."), std::string::npos) << rendered;
+  EXPECT_NE(rendered.find("Hello"), std::string::npos) << rendered;
+  EXPECT_LT(rendered.find("Be brief."), rendered.find("Hello"));
+
+  // An array of message items; a length stop is "incomplete".
+  r = Post("/v1/responses",
+           R"({"input":[{"role":"user","content":[{"type":"input_text","text":"Hi"}]},)"
+           R"({"type":"message","role":"assistant","content":"Yes?"},)"
+           R"({"role":"user","content":"More"}],"max_output_tokens":2})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Json::parse(r->body)["status"], "incomplete");
+  EXPECT_EQ(Json::parse(r->body)["incomplete_details"]["reason"], "max_output_tokens");
+
+  // What it does not support is refused by name.
+  ExpectError(Post("/v1/responses", R"({"input":"x","previous_response_id":"resp_1"})"), 400,
+              "invalid_request_error", nullptr, "previous_response_id");
+  ExpectError(Post("/v1/responses", R"({"input":[{"type":"function_call_output"}]})"), 400,
+              "invalid_request_error", nullptr, "input[0].type");
+  ExpectError(Post("/v1/responses", R"({"input":"x","text":{"format":{"type":"sound"}}})"), 400,
+              "invalid_request_error", nullptr, "text.format");
+  ExpectError(Post("/v1/responses", R"({"instructions":"x"})"), 400, "invalid_request_error",
+              nullptr, "input");
+}
+
+TEST_F(ApiServerTest, ResponsesApiStreamsTypedEvents) {
+  StartServer();
+  Script("Once upon a time");
+  httplib::Result r = Post("/v1/responses", R"({"input":"Hello","stream":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<std::string> types;
+  std::string deltas, done_text;
+  int64_t sequence = 0;
+  for (absl::string_view frame : absl::StrSplit(r->body, "\n\n", absl::SkipEmpty())) {
+    std::vector<std::string> lines = absl::StrSplit(frame, '\n');
+    ASSERT_EQ(lines.size(), 2u) << frame;
+    ASSERT_EQ(lines[0].rfind("event: ", 0), 0u) << frame;
+    ASSERT_EQ(lines[1].rfind("data: ", 0), 0u) << frame;
+    const Json data = Json::parse(lines[1].substr(6));
+    EXPECT_EQ(data["type"], lines[0].substr(7));
+    EXPECT_EQ(data["sequence_number"], sequence++);
+    types.push_back(data["type"]);
+    if (data["type"] == "response.output_text.delta") deltas += data["delta"].get<std::string>();
+    if (data["type"] == "response.output_text.done") done_text = data["text"];
+    if (data["type"] == "response.completed") {
+      EXPECT_EQ(data["response"]["output"][0]["content"][0]["text"], deltas);
+    }
+  }
+  EXPECT_EQ(deltas, Pieces(Tokens("Once upon a time")));
+  EXPECT_EQ(done_text, deltas);
+  ASSERT_GE(types.size(), 8u);
+  EXPECT_EQ(types[0], "response.created");
+  EXPECT_EQ(types[1], "response.in_progress");
+  EXPECT_EQ(types[2], "response.output_item.added");
+  EXPECT_EQ(types[3], "response.content_part.added");
+  EXPECT_EQ(types.back(), "response.completed");
+  EXPECT_EQ(types[types.size() - 2], "response.output_item.done");
+}
+
 TEST_F(ApiServerTest, SecondTurnReusesTheFirstTurnsSession) {
   StartServer();
   const std::string reply = " Once upon a time";
