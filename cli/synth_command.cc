@@ -1,15 +1,18 @@
-// `ringlm synth`: writes a GGUF model with real shapes and random weights.
+// `ringlm synth`: writes a GGUF model with real shapes and random weights,
+// optionally carrying a real Hugging Face vocabulary (--tokenizer).
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "inference/ops/thread_pool.h"
+#include "inference/synth/hf_tokenizer.h"
 #include "inference/synth/synth_model.h"
 
 namespace ringlm {
@@ -29,28 +32,38 @@ std::string HumanBytes(uint64_t bytes) {
 }  // namespace
 
 int RunSynth(const std::vector<std::string>& args) {
-  ArgParser p("ringlm synth --preset NAME --type TYPE --out PATH [--seed S]",
-              "Writes a llama-architecture GGUF model with the shapes, metadata and vocabulary\n"
-              "size of a known model and random weights, for benchmarks and tests. --type q4_k\n"
-              "gives llama.cpp's Q4_K_M mix; quantized types get a Q6_K (Q8_0 for q8_0) head.");
-  p.AddOption("preset", "NAME", "model shape: " + PresetList());
-  p.AddOption("type", "TYPE", "weight type: f32, f16, q8_0, q4_0, q4_k, q6_k");
+  ArgParser p(
+      "ringlm synth --preset NAME --type TYPE --out PATH [--seed S]\n"
+      "       ringlm synth --tokenizer DIR --out PATH [--preset NAME] [--type TYPE]",
+      "Writes a llama-architecture GGUF model with the shapes, metadata and vocabulary\n"
+      "size of a known model and random weights, for benchmarks and tests. --type q4_k\n"
+      "gives llama.cpp's Q4_K_M mix; quantized types get a Q6_K (Q8_0 for q8_0) head.\n"
+      "--tokenizer DIR gives the model the real vocabulary of a Hugging Face tokenizer\n"
+      "(DIR/tokenizer.json and DIR/tokenizer_config.json: pieces, merges, special\n"
+      "tokens, chat template); its size replaces the preset's vocabulary size.");
+  p.AddOption("preset", "NAME",
+              "model shape: " + PresetList() + " (default with --tokenizer: micro)");
+  p.AddOption("type", "TYPE",
+              "weight type: f32, f16, q8_0, q4_0, q4_k, q6_k (default with --tokenizer: q8_0)");
+  p.AddOption("tokenizer", "DIR", "a Hugging Face tokenizer directory whose vocabulary to carry");
   p.AddOption("out", "PATH", "the GGUF file to write (replaced if it exists)");
   p.AddAlias("-o", "out");
   p.AddOption("seed", "S", "random seed; the same seed gives a byte-identical file", "1");
   p.AddOption("threads", "N", "generation threads (default: physical cores)");
   p.AddAlias("-t", "threads");
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  const bool has_tokenizer = p.Has("tokenizer");
   for (const char* required : {"preset", "type", "out"}) {
-    if (!p.Has(required)) {
+    if (!p.Has(required) && !(has_tokenizer && std::string(required) != "out")) {
       return Fail(absl::InvalidArgumentError(absl::StrFormat("--%s is required", required)));
     }
   }
   SynthOptions options;
-  options.preset = p.GetString("preset");
+  options.preset = p.Has("preset") ? p.GetString("preset") : "micro";
+  const std::string type_name = p.Has("type") ? p.GetString("type") : "q8_0";
   absl::StatusOr<SynthPreset> preset = FindSynthPreset(options.preset);
   if (!preset.ok()) return Fail(preset.status());
-  absl::StatusOr<TensorType> type = ParseSynthType(p.GetString("type"));
+  absl::StatusOr<TensorType> type = ParseSynthType(type_name);
   if (!type.ok()) return Fail(type.status());
   options.type = *type;
   absl::StatusOr<int64_t> seed = p.GetInt("seed", 0, INT64_MAX);
@@ -62,17 +75,29 @@ int RunSynth(const std::vector<std::string>& args) {
     if (!threads.ok()) return Fail(threads.status());
     options.threads = static_cast<int>(*threads);
   }
-  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*preset, options.type);
+  const auto start = std::chrono::steady_clock::now();
+  if (has_tokenizer) {
+    const std::string dir = p.GetString("tokenizer");
+    absl::StatusOr<SynthTokenizer> tokenizer = LoadHfTokenizer(dir);
+    if (!tokenizer.ok()) return Fail(tokenizer.status());
+    const Vocabulary& v = tokenizer->vocab;
+    const std::string detail =
+        v.model == "gpt2" ? absl::StrFormat("pre %s, %zu merges", v.pre, v.merges.size())
+                          : std::string(v.add_space_prefix ? "space prefix" : "no space prefix");
+    std::fprintf(stderr, "ringlm: read %s: %zu pieces, model %s (%s), %.1f s\n", dir.c_str(),
+                 v.pieces.size(), v.model.c_str(), detail.c_str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    options.tokenizer = std::make_shared<const SynthTokenizer>(std::move(*tokenizer));
+  }
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(options);
   if (!plan.ok()) return Fail(plan.status());
   const std::string out = p.GetString("out");
 
   const bool tty = isatty(STDERR_FILENO);
   if (!tty) {
     std::fprintf(stderr, "ringlm: writing %s (%s, %s, about %s)\n", out.c_str(),
-                 options.preset.c_str(), p.GetString("type").c_str(),
-                 HumanBytes(plan->data_bytes()).c_str());
+                 options.preset.c_str(), type_name.c_str(), HumanBytes(plan->data_bytes()).c_str());
   }
-  const auto start = std::chrono::steady_clock::now();
   int last_percent = -1;
   absl::Status st = WriteSynthModel(options, out, [&](uint64_t done, uint64_t total) {
     if (!tty) return;
@@ -94,7 +119,7 @@ int RunSynth(const std::vector<std::string>& args) {
       n >= 1000000000 ? absl::StrFormat("%.2f B", n / 1e9) : absl::StrFormat("%.2f M", n / 1e6);
   std::printf("wrote %s: %s (%llu bytes), %s parameters (%llu), %s, seed %llu, %.1f s\n",
               out.c_str(), HumanBytes(size).c_str(), static_cast<unsigned long long>(size),
-              params.c_str(), static_cast<unsigned long long>(n), p.GetString("type").c_str(),
+              params.c_str(), static_cast<unsigned long long>(n), type_name.c_str(),
               static_cast<unsigned long long>(options.seed), seconds);
   return 0;
 }

@@ -1,5 +1,6 @@
 // The built `ringlm synth` and `ringlm bench` on a tiny model: exit status
 // and the shape of their output (never the speed).
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +95,38 @@ TEST_F(SynthCliTest, BadArgumentsFail) {
   CommandRun help = RunRinglm("synth --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("--preset"), std::string::npos);
+  EXPECT_NE(help.out.find("--tokenizer"), std::string::npos);
+}
+
+// A hand-made SentencePiece-style tokenizer.json: `ringlm synth --tokenizer`
+// writes its vocabulary, `ringlm tokenize` then uses it. Missing files fail.
+TEST_F(SynthCliTest, TokenizerDirectoryGivesTheModelItsVocabulary) {
+  const std::string dir = *path_ + ".hf";
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/tokenizer.json") << R"({
+    "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>",
+              "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "\u2581": 3, "h": 4, "i": 5,
+                        "hi": 6, "\u2581hi": 7},
+              "merges": [["h", "i"], ["\u2581", "hi"]]},
+    "normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "added_tokens": [{"id": 1, "content": "<s>", "special": true},
+                     {"id": 2, "content": "</s>", "special": true}]})";
+  CommandRun missing = RunRinglm("synth --tokenizer " + dir + " --out " + dir + "/m.gguf");
+  EXPECT_NE(missing.status, 0);  // no tokenizer_config.json
+  std::ofstream(dir + "/tokenizer_config.json")
+      << R"({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": true})";
+  CommandRun synth = RunRinglm("synth --tokenizer " + dir + " --out " + dir + "/m.gguf");
+  ASSERT_EQ(synth.status, 0) << synth.out;
+  EXPECT_NE(synth.out.find("wrote " + dir + "/m.gguf"), std::string::npos) << synth.out;
+  CommandRun tok = RunRinglm("tokenize --model " + dir + "/m.gguf --text 'hi hi' --json");
+  ASSERT_EQ(tok.status, 0) << tok.out;
+  EXPECT_EQ(tok.out, "{\"ids\":[1,7,7]}\n");
+  for (const char* f : {"/tokenizer.json", "/tokenizer_config.json", "/m.gguf"}) {
+    ::unlink((dir + f).c_str());
+  }
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace

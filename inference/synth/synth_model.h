@@ -1,5 +1,6 @@
 // Synthetic llama-architecture GGUF models: real shapes, real metadata and a
-// SentencePiece-style vocabulary, with random weights. For benchmarks and
+// SentencePiece-style vocabulary (or a real one, converted from a Hugging
+// Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and
 // tests when the real weights are not at hand (or too large to ship).
 //
 // A synthetic file is a well-formed GGUF v3 that other readers (llama.cpp)
@@ -13,11 +14,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "inference/synth/hf_tokenizer.h"
 #include "inference/tensor_type.h"
 #include "inference/tokenizer/tokenizer.h"
 
@@ -38,7 +41,9 @@ struct SynthPreset {
   bool tied_output = false;  // no output.weight: the head reuses token_embd
 };
 
-// The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b.
+// The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, and
+// micro (64 dims, 1 layer, tied head: a real vocabulary's random model that
+// stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145 pieces).
 const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
@@ -85,8 +90,9 @@ struct SynthPlan {
 // kernels do not implement), then -> F16 when 32 does not divide it either
 // (llama.cpp would refuse Q8_0/Q4_0 there). A Q6_K choice becomes Q8_0 while
 // the kernels lack Q6_K (IsComputeSupported), so q4_0 files stay loadable.
-// InvalidArgument for a preset whose dims contradict each other or a base
-// type ParseSynthType does not name. Pure: plans types the kernels may not
+// InvalidArgument for a preset whose dims contradict each other (n_vocab
+// must be at least 260, the size SynthVocabulary needs) or a base type
+// ParseSynthType does not name. Pure: plans types the kernels may not
 // implement yet (WriteSynthModel refuses those).
 absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& preset, TensorType base_type);
 
@@ -101,7 +107,16 @@ struct SynthOptions {
   TensorType type = TensorType::kF32;
   uint64_t seed = 1;  // the same seed (and preset, type) gives the same bytes
   int threads = 0;    // generation and quantization threads; 0 = DefaultThreadCount()
+  // When set, the model carries this vocabulary (tokens, merges, scores,
+  // types, special ids, chat template) and its size replaces the preset's
+  // n_vocab; otherwise SynthVocabulary(n_vocab). Shared, never modified.
+  std::shared_ptr<const SynthTokenizer> tokenizer;
 };
+
+// The plan WriteSynthModel(options, ...) writes: FindSynthPreset, n_vocab
+// from options.tokenizer when set (which may then be below 260), then
+// PlanSynthModel. Errors: theirs.
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthOptions& options);
 
 // Called as tensor data is written: bytes done and bytes in all.
 using SynthProgress = std::function<void(uint64_t done, uint64_t total)>;

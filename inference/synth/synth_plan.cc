@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "inference/ops/quant.h"
 #include "inference/synth/synth_model.h"
 
@@ -61,6 +62,8 @@ TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, uint64
   return FitRowLength(t, ne0);
 }
 
+absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab);
+
 }  // namespace
 
 const std::vector<SynthPreset>& SynthPresets() {
@@ -72,6 +75,9 @@ const std::vector<SynthPreset>& SynthPresets() {
       // which the engine does not implement; positions past 8192 would differ.
       {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true},
       {"llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false},
+      // Not a real model: the smallest sensible shape, to carry a real
+      // vocabulary (--tokenizer) in a file of a few tens of MiB at most.
+      {"micro", 64, 1, 2, 1, 128, 32000, 4096, 10000.0f, 1e-5f, true},
   };
   return *presets;
 }
@@ -141,6 +147,19 @@ uint64_t SynthPlan::data_bytes() const {
 }
 
 absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& p, TensorType base) {
+  return PlanChecked(p, base, /*min_vocab=*/260);
+}
+
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthOptions& options) {
+  RINGLM_ASSIGN_OR_RETURN(SynthPreset preset, FindSynthPreset(options.preset));
+  if (options.tokenizer == nullptr) return PlanChecked(preset, options.type, 260);
+  preset.n_vocab = static_cast<uint32_t>(options.tokenizer->vocab.pieces.size());
+  return PlanChecked(preset, options.type, 1);
+}
+
+namespace {
+
+absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab) {
   if (!IsSynthType(base)) {
     return absl::InvalidArgumentError(
         absl::StrCat("type ", std::string(TraitsOf(base).name),
@@ -148,10 +167,10 @@ absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& p, TensorType base) 
   }
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
-      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < 260) {
+      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab) {
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
-        "an even head size, non-zero sizes and n_vocab >= 260"));
+        "an even head size, non-zero sizes and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -184,6 +203,8 @@ absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& p, TensorType base) 
   if (!p.tied_output) matrix("output.weight", p.n_embd, p.n_vocab, Role::kOutput, 0);
   return plan;
 }
+
+}  // namespace
 
 Vocabulary SynthVocabulary(uint32_t n_vocab) {
   Vocabulary v;

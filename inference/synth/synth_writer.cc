@@ -66,8 +66,52 @@ void PutLe(std::string* out, uint64_t v, int n) {
 
 uint64_t Padding(uint64_t n) { return (kAlignment - n % kAlignment) % kAlignment; }
 
+// The tokenizer.ggml.* keys (and the chat template) of `t`, as llama.cpp's
+// converter writes them: scores only for "llama", merges and pre only for
+// "gpt2", special ids only when there is one.
+void SetTokenizer(const SynthTokenizer& t, GgufWriter& w) {
+  const Vocabulary& v = t.vocab;
+  w.SetString("tokenizer.ggml.model", v.model);
+  if (v.model == "gpt2") w.SetString("tokenizer.ggml.pre", v.pre);
+  w.SetStringArray("tokenizer.ggml.tokens", v.pieces);
+  if (v.model != "gpt2") w.SetFloatArray("tokenizer.ggml.scores", v.scores);
+  std::vector<int32_t> types(v.types.size());
+  for (size_t i = 0; i < types.size(); ++i) types[i] = static_cast<int32_t>(v.types[i]);
+  w.SetInt32Array("tokenizer.ggml.token_type", types);
+  if (v.model == "gpt2") w.SetStringArray("tokenizer.ggml.merges", v.merges);
+  auto id = [&](const char* key, int32_t value) {
+    if (value >= 0) w.SetUint32(key, static_cast<uint32_t>(value));
+  };
+  id("tokenizer.ggml.bos_token_id", v.bos_id);
+  id("tokenizer.ggml.eos_token_id", v.eos_id);
+  id("tokenizer.ggml.unknown_token_id", v.unk_id);
+  id("tokenizer.ggml.padding_token_id", v.pad_id);
+  id("tokenizer.ggml.eot_token_id", v.eot_id);
+  id("tokenizer.ggml.eom_token_id", v.eom_id);
+  w.SetBool("tokenizer.ggml.add_bos_token", v.add_bos);
+  w.SetBool("tokenizer.ggml.add_eos_token", v.add_eos);
+  w.SetBool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  if (!t.chat_template.empty()) w.SetString("tokenizer.chat_template", t.chat_template);
+}
+
+// The built-in SentencePiece-style vocabulary (SynthVocabulary).
+void SetSynthVocabulary(uint32_t n_vocab, GgufWriter& w) {
+  const Vocabulary v = SynthVocabulary(n_vocab);
+  w.SetString("tokenizer.ggml.model", v.model);
+  w.SetStringArray("tokenizer.ggml.tokens", v.pieces);
+  w.SetFloatArray("tokenizer.ggml.scores", v.scores);
+  std::vector<int32_t> types(v.types.size());
+  for (size_t i = 0; i < types.size(); ++i) types[i] = static_cast<int32_t>(v.types[i]);
+  w.SetInt32Array("tokenizer.ggml.token_type", types);
+  w.SetUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
+  w.SetUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  w.SetUint32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
+  w.SetBool("tokenizer.ggml.add_bos_token", true);
+  w.SetBool("tokenizer.ggml.add_eos_token", false);
+}
+
 // The metadata of the model, in the order llama.cpp's converter writes it.
-void SetMetadata(const SynthPlan& plan, GgufWriter& w) {
+void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWriter& w) {
   const SynthPreset& p = plan.preset;
   w.SetString("general.architecture", "llama");
   w.SetString("general.type", "model");
@@ -83,18 +127,11 @@ void SetMetadata(const SynthPlan& plan, GgufWriter& w) {
   w.SetUint32("general.file_type", LlamaFileType(plan.base_type));
   w.SetUint32("llama.vocab_size", p.n_vocab);
   w.SetUint32("llama.rope.dimension_count", p.n_embd / p.n_head);
-  const Vocabulary v = SynthVocabulary(p.n_vocab);
-  w.SetString("tokenizer.ggml.model", v.model);
-  w.SetStringArray("tokenizer.ggml.tokens", v.pieces);
-  w.SetFloatArray("tokenizer.ggml.scores", v.scores);
-  std::vector<int32_t> types(v.types.size());
-  for (size_t i = 0; i < types.size(); ++i) types[i] = static_cast<int32_t>(v.types[i]);
-  w.SetInt32Array("tokenizer.ggml.token_type", types);
-  w.SetUint32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
-  w.SetUint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
-  w.SetUint32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk_id));
-  w.SetBool("tokenizer.ggml.add_bos_token", true);
-  w.SetBool("tokenizer.ggml.add_eos_token", false);
+  if (tokenizer != nullptr) {
+    SetTokenizer(*tokenizer, w);
+  } else {
+    SetSynthVocabulary(p.n_vocab, w);
+  }
   w.SetUint32("general.quantization_version", 2);
 }
 
@@ -104,11 +141,11 @@ void SetMetadata(const SynthPlan& plan, GgufWriter& w) {
 // fixed GGUF v3 header (magic, u32 version, u64 n_tensors at byte 8, u64
 // n_kv) and the tensor table appended, with offsets computed from the plan,
 // so no tensor bytes need to be held.
-absl::StatusOr<std::string> HeaderBytes(const SynthPlan& plan) {
+absl::StatusOr<std::string> HeaderBytes(const SynthPlan& plan, const SynthTokenizer* tokenizer) {
   GgufWriter w;
   RINGLM_RETURN_IF_ERROR(w.SetAlignment(1));
   w.Remove("general.alignment");  // the file itself uses the default, 32
-  SetMetadata(plan, w);
+  SetMetadata(plan, tokenizer, w);
   std::string out = w.ToBytes();
   std::string count;
   PutLe(&count, plan.tensors.size(), 8);
@@ -158,8 +195,7 @@ absl::Status WriteTensor(const SynthPlan& plan, size_t index, uint64_t seed, Thr
 
 absl::Status WriteSynthModel(const SynthOptions& options, const std::string& path,
                              const SynthProgress& progress) {
-  RINGLM_ASSIGN_OR_RETURN(const SynthPreset preset, FindSynthPreset(options.preset));
-  RINGLM_ASSIGN_OR_RETURN(const SynthPlan plan, PlanSynthModel(preset, options.type));
+  RINGLM_ASSIGN_OR_RETURN(const SynthPlan plan, PlanSynthModel(options));
   for (const SynthTensor& t : plan.tensors) {
     if (!IsComputeSupported(t.type)) {
       return absl::UnimplementedError(
@@ -167,7 +203,7 @@ absl::Status WriteSynthModel(const SynthOptions& options, const std::string& pat
                        ") has no quantizer and kernels yet; available: f32, f16, q8_0, q4_0"));
     }
   }
-  RINGLM_ASSIGN_OR_RETURN(const std::string header, HeaderBytes(plan));
+  RINGLM_ASSIGN_OR_RETURN(const std::string header, HeaderBytes(plan, options.tokenizer.get()));
   ThreadPool pool(options.threads > 0 ? options.threads : DefaultThreadCount());
 
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());

@@ -1,0 +1,102 @@
+// node check.js RINGLM HF_TOKENIZE_TOOL NODE_MODULES TMPDIR
+//
+// For each vocabulary package of tests/hf_vocab: `ringlm synth --tokenizer`,
+// then the token ids of corpus.json from ringlm's tokenizer
+// (hf_tokenize_tool) and from transformers.js (@lenml/tokenizers, the
+// reference), which must be identical, both without special tokens added
+// and with them. Packages whose pre-tokenizer ringlm does not implement must
+// fail with a clear Unimplemented error instead. Exit 1 on any difference.
+// CORPUS=path overrides corpus.json (e.g. for a fuzz run).
+//
+// Two known differences are kept out of the corpus, because neither is a
+// ringlm tokenizer bug (ringlm agrees with llama.cpp on both):
+// - Qwen's NFC normalizer: HF composes "e\u0301" into "é"; GGUF has no
+//   normalizer key and llama.cpp (hence ringlm) does not normalize.
+// - U+FEFF: transformers.js's JavaScript regexes count it as \s; the Rust
+//   `tokenizers` library (Python transformers) and llama.cpp do not, so
+//   "x \ufeffy" differs for the byte-level vocabularies.
+'use strict';
+const { execFileSync, spawnSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const [ringlm, tool, nodeModules, tmp] = process.argv.slice(2).map((p) => path.resolve(p));
+const corpusPath = process.env.CORPUS || path.join(__dirname, 'corpus.json');
+const corpus = JSON.parse(fs.readFileSync(corpusPath, 'utf8'));
+
+const kSupported = ['llama2', 'llama3_2', 'qwen2_5', 'qwen3', 'gemma3', 'internlm2'];
+const kUnsupported = ['deepseek_v3', 'mistral_nemo'];
+
+function packageDir(name) {
+  return path.join(nodeModules, '@lenml', 'tokenizer-' + name);
+}
+
+// transformers.js ignores tokenizer_config.json's added_tokens_decoder, which
+// Python transformers (and llama.cpp's converter) add as tokens: InternLM2's
+// chat tokens live only there. Add them the way Python would.
+function reference(name) {
+  const pkg = require(packageDir(name));
+  const json = pkg.tokenizerJSON;
+  const decoder = pkg.tokenizerConfig.added_tokens_decoder || {};
+  const known = new Set((json.added_tokens || []).map((t) => t.id));
+  const extra = [];
+  for (const [id, t] of Object.entries(decoder)) {
+    if (known.has(Number(id))) continue;
+    extra.push({ id: Number(id), content: t.content, single_word: !!t.single_word,
+                 lstrip: !!t.lstrip, rstrip: !!t.rstrip, normalized: !!t.normalized,
+                 special: !!t.special });
+  }
+  if (extra.length === 0) return pkg.fromPreTrained();
+  return pkg.fromPreTrained({ tokenizerJSON: { added_tokens: [...(json.added_tokens || []), ...extra] } });
+}
+
+function firstDifference(a, b) {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) ++i;
+  return i;
+}
+
+let failed = false;
+for (const name of kUnsupported) {
+  const r = spawnSync(ringlm, ['synth', '--tokenizer', path.join(packageDir(name), 'models'),
+                               '--out', path.join(tmp, name + '.gguf')], { encoding: 'utf8' });
+  const ok = r.status !== 0 && /UNIMPLEMENTED/.test(r.stderr) &&
+             /pre-tokenizer is not supported/.test(r.stderr) && /Split regex '/.test(r.stderr);
+  console.log(`${name}: ${ok ? 'unsupported, as expected' : 'FAIL'}: ${r.stderr.trim().split('\n').pop()}`);
+  if (!ok) failed = true;
+}
+for (const name of kSupported) {
+  const gguf = path.join(tmp, name + '.gguf');
+  const t0 = Date.now();
+  execFileSync(ringlm, ['synth', '--tokenizer', path.join(packageDir(name), 'models'), '--out', gguf],
+               { stdio: ['ignore', 'ignore', 'inherit'] });
+  const ours = JSON.parse(execFileSync(tool, [gguf, corpusPath], { encoding: 'utf8', maxBuffer: 1 << 26 }));
+  fs.unlinkSync(gguf);
+  const t1 = Date.now();
+  const tok = reference(name);
+  let plainSame = 0;
+  let specialSame = 0;
+  const failures = [];
+  corpus.forEach((text, i) => {
+    const plain = Array.from(tok.encode(text, { add_special_tokens: false }));
+    const special = Array.from(tok.encode(text, { add_special_tokens: true }));
+    for (const [kind, mine, theirs] of [['plain', ours.plain[i], plain], ['special', ours.special[i], special]]) {
+      if (JSON.stringify(mine) === JSON.stringify(theirs)) {
+        if (kind === 'plain') ++plainSame; else ++specialSame;
+        continue;
+      }
+      const d = firstDifference(mine, theirs);
+      failures.push(`  ${kind} text ${i} ${JSON.stringify(text)}:\n    ringlm ${JSON.stringify(mine)}\n` +
+                    `    hf     ${JSON.stringify(theirs)}\n    first difference at ${d}: ringlm ` +
+                    `${JSON.stringify(mine.slice(d, d + 3).map((id) => tok.model.vocab[id]))} hf ` +
+                    `${JSON.stringify(theirs.slice(d, d + 3).map((id) => tok.model.vocab[id]))}`);
+    }
+  });
+  const t2 = Date.now();
+  const ok = failures.length === 0;
+  console.log(`${name}: ${ok ? 'identical' : 'DIFFERENT'}: ${plainSame}/${corpus.length} texts without ` +
+              `special tokens, ${specialSame}/${corpus.length} with (ringlm ${t1 - t0} ms, hf ${t2 - t1} ms)`);
+  for (const f of failures) console.log(f);
+  if (!ok) failed = true;
+}
+process.exit(failed ? 1 : 0);
