@@ -40,8 +40,13 @@ class CompletionHandler::Slot {
 };
 
 CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
-                                     const ServedModels& models, CompletionHandlerOptions options)
-    : backend_(backend), cache_(cache), models_(models), options_(std::move(options)) {}
+                                     const ServedModels& models, const ChatRenderer& renderer,
+                                     CompletionHandlerOptions options)
+    : backend_(backend),
+      cache_(cache),
+      models_(models),
+      renderer_(renderer),
+      options_(std::move(options)) {}
 
 void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
@@ -83,9 +88,17 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   }
   const bool chat = request.kind != CompletionRequest::Kind::kText;
   GenerationStream::Params params;
+  if (!request.tools.empty() && renderer_.tool_family() == ToolCallFamily::kNone) {
+    return InvalidFieldError("tools",
+                             absl::StrCat("this model's chat template (", renderer_.Describe(),
+                                          ") does not support tool calls"));
+  }
+  if (request.tool_choice.mode != ToolChoice::Mode::kNone) {
+    params.tool_calls = renderer_.tool_family();
+  }
   if (chat) {
     absl::StatusOr<std::vector<PromptSegment>> rendered =
-        RenderChatSegments(options_.format, request.messages, true);
+        renderer_.Render(request.messages, request.tools);
     if (!rendered.ok()) {
       return InvalidFieldError(
           request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
@@ -164,6 +177,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
                                 std::unique_ptr<GenerationStream> stream, httplib::Response& res) {
   std::string text;
   std::vector<TokenLogprobs> logprobs;
+  std::vector<ParsedToolCall> calls;
   while (!stream->finished()) {
     if (stopping_) {
       stream->Cancel();
@@ -176,6 +190,7 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
     }
     text += stream->Poll(kPollInterval);
     for (TokenLogprobs& t : stream->TakeLogprobs()) logprobs.push_back(std::move(t));
+    for (ParsedToolCall& c : stream->TakeToolCalls()) calls.push_back(std::move(c));
   }
   if (stream->state() != GenerationStream::State::kDone) {
     return SetErrorResponse(ClientFacing(stream->error()), res);
@@ -185,9 +200,10 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
   res.set_header("x-request-id", writer->id());
-  res.set_content(DumpJson(writer->Whole(text, stream->finish_reason(), usage,
-                                         LogprobsJson(request, logprobs, 0))),
-                  "application/json");
+  res.set_content(
+      DumpJson(writer->Whole(Answer{std::move(text), stream->finish_reason(), usage,
+                                    LogprobsJson(request, logprobs, 0), std::move(calls)})),
+      "application/json");
 }
 
 namespace {
@@ -199,6 +215,7 @@ struct SseState {
   std::unique_ptr<ResponseWriter> writer;
   bool started = false;
   size_t sent_bytes = 0;                // text sent so far (text_offset of logprobs)
+  size_t sent_calls = 0;                // tool calls sent so far
   std::vector<TokenLogprobs> logprobs;  // of tokens whose text is not sent yet
   std::unique_ptr<GenerationStream> stream;
   std::shared_ptr<void> slot;
@@ -249,6 +266,10 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
       nlohmann::json logprobs = take_logprobs();
       state->sent_bytes += text.size();
       if (!write(writer.StreamText(text, logprobs))) return false;
+    }
+    if (std::vector<ParsedToolCall> calls = gen.TakeToolCalls(); !calls.empty()) {
+      if (!write(writer.StreamToolCalls(calls, state->sent_calls))) return false;
+      state->sent_calls += calls.size();
     }
     if (!gen.finished()) return true;
     std::string tail;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "api/chat_renderer.h"
 #include "api/completion_request.h"
 #include "api/generation_backend.h"
 #include "api/generation_stream.h"
@@ -28,7 +29,6 @@ void SetErrorResponse(const absl::Status& status, httplib::Response& res);
 struct CompletionHandlerOptions {
   bool keep_sessions = true;  // keep KV sessions for prefix reuse (the prefix cache is on)
   int max_concurrent = 64;    // admitted requests at once; more get 503
-  ChatFormat format = ChatFormat::kPlain;
   JsonLimits json_limits;
   size_t max_body_bytes = 4 << 20;        // a (chunked) body past this gets 413
   bool parse_special_in_content = false;  // see ApiOptions
@@ -45,7 +45,7 @@ struct CompletionHandlerOptions {
 class CompletionHandler {
  public:
   CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
-                    CompletionHandlerOptions options);
+                    const ChatRenderer& renderer, CompletionHandlerOptions options);
 
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleText(const httplib::Request& req, httplib::Response& res);
@@ -74,6 +74,7 @@ class CompletionHandler {
   GenerationBackend& backend_;
   PrefixCache& cache_;
   const ServedModels& models_;
+  const ChatRenderer& renderer_;
   const CompletionHandlerOptions options_;
   std::atomic<int> running_{0};
   std::atomic<bool> stopping_{false};

@@ -16,12 +16,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The field `name` of `body`, or nullptr when absent or null.
-const Json* Field(const Json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+const Json* Field(const Json& body, const char* name) { return JsonField(body, name); }
 
 absl::StatusOr<double> NumberIn(const Json& body, const char* name, double lo, double hi,
                                 double fallback) {
@@ -37,9 +32,9 @@ absl::StatusOr<double> NumberIn(const Json& body, const char* name, double lo, d
   return d;
 }
 
-absl::StatusOr<bool> Bool(const Json& body, const char* name) {
+absl::StatusOr<bool> Bool(const Json& body, const char* name, bool fallback = false) {
   const Json* v = Field(body, name);
-  if (v == nullptr) return false;
+  if (v == nullptr) return fallback;
   if (!v->is_boolean()) {
     return InvalidFieldError(name, absl::StrCat("'", name, "' must be a boolean"));
   }
@@ -155,14 +150,9 @@ constexpr std::string_view kCommonFields[] = {"model",
                                               "user"};
 
 // True for the values of unimplemented fields that ask for nothing, as
-// clients send them by default: no tools, plain text output.
+// clients send them by default: an empty logit_bias.
 bool AsksNothing(const std::string& name, const Json& value) {
-  if (name == "tools" || name == "logit_bias") return value.empty();
-  if (name == "tool_choice") return value.is_string() && value.get<std::string>() == "none";
-  if (name == "response_format") {
-    const Json* type = value.is_object() ? Field(value, "type") : nullptr;
-    return type != nullptr && type->is_string() && type->get<std::string>() == "text";
-  }
+  if (name == "logit_bias") return value.empty();
   return false;
 }
 
@@ -225,18 +215,20 @@ absl::StatusOr<std::string> MessageContent(const Json& message, const std::strin
   return text;
 }
 
-// The roles a message may have; "developer" means "system".
-absl::StatusOr<std::string> MessageRole(const Json& m, const std::string& param) {
+// The roles a message may have; "developer" means "system". "tool" only
+// where `allow_tool` (chat).
+absl::StatusOr<std::string> MessageRole(const Json& m, const std::string& param, bool allow_tool) {
   const Json* role = Field(m, "role");
   if (role == nullptr || !role->is_string()) {
     return InvalidFieldError(param + ".role", "'role' must be a string");
   }
   std::string role_name = role->get<std::string>();
   if (role_name == "developer") role_name = "system";
-  if (role_name != "system" && role_name != "user" && role_name != "assistant") {
-    return InvalidFieldError(param + ".role",
-                             absl::StrCat("unsupported role '", role_name,
-                                          "' (use system, developer, user or assistant)"));
+  if (role_name != "system" && role_name != "user" && role_name != "assistant" &&
+      !(allow_tool && role_name == "tool")) {
+    return InvalidFieldError(
+        param + ".role", absl::StrCat("unsupported role '", role_name, "' (use system, developer, ",
+                                      "user, assistant", allow_tool ? " or tool)" : " or user)"));
   }
   return role_name;
 }
@@ -283,7 +275,9 @@ absl::Status ParseTextLogprobs(const Json& body, CompletionRequest& out) {
 absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits) {
   RINGLM_ASSIGN_OR_RETURN(Json json, ParseObject(body, limits));
-  RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, {"messages", "logprobs", "top_logprobs"}));
+  RINGLM_RETURN_IF_ERROR(
+      CheckFieldsKnown(json, {"messages", "logprobs", "top_logprobs", "tools", "tool_choice",
+                              "parallel_tool_calls", "response_format"}));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kChat;
   const Json* messages = Field(json, "messages");
@@ -294,9 +288,32 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
     const Json& m = (*messages)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return InvalidFieldError(param, "a message must be an object");
-    RINGLM_ASSIGN_OR_RETURN(std::string role_name, MessageRole(m, param));
+    RINGLM_ASSIGN_OR_RETURN(std::string role_name, MessageRole(m, param, /*allow_tool=*/true));
     RINGLM_ASSIGN_OR_RETURN(std::string content, MessageContent(m, param, role_name, {"text"}));
-    out.messages.push_back(ChatMessage{std::move(role_name), std::move(content)});
+    ChatMessage message{std::move(role_name), std::move(content)};
+    if (const Json* calls = Field(m, "tool_calls")) {
+      if (message.role != "assistant") {
+        return InvalidFieldError(param + ".tool_calls", "only assistant messages carry tool calls");
+      }
+      RINGLM_ASSIGN_OR_RETURN(message.tool_calls, ParseToolCalls(*calls, param));
+    }
+    if (message.role == "tool") {
+      const Json* id = Field(m, "tool_call_id");
+      if (id == nullptr || !id->is_string()) {
+        return InvalidFieldError(param + ".tool_call_id",
+                                 "a tool message needs 'tool_call_id', a string");
+      }
+      message.tool_call_id = id->get<std::string>();
+    }
+    out.messages.push_back(std::move(message));
+  }
+  if (const Json* tools = Field(json, "tools")) {
+    RINGLM_ASSIGN_OR_RETURN(out.tools, ParseTools(*tools));
+  }
+  RINGLM_ASSIGN_OR_RETURN(out.tool_choice, ParseToolChoice(Field(json, "tool_choice"), out.tools));
+  RINGLM_ASSIGN_OR_RETURN(out.parallel_tool_calls, Bool(json, "parallel_tool_calls", true));
+  if (const Json* format = Field(json, "response_format")) {
+    RINGLM_ASSIGN_OR_RETURN(out.response_format, ParseResponseFormat(*format, "response_format"));
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));
   RINGLM_RETURN_IF_ERROR(ParseChatLogprobs(json, out));
@@ -362,7 +379,7 @@ absl::StatusOr<CompletionRequest> ParseResponsesRequest(std::string_view body,
           type != nullptr && (!type->is_string() || type->get<std::string>() != "message")) {
         return InvalidFieldError(param + ".type", "only 'message' input items are supported");
       }
-      RINGLM_ASSIGN_OR_RETURN(std::string role, MessageRole(item, param));
+      RINGLM_ASSIGN_OR_RETURN(std::string role, MessageRole(item, param, /*allow_tool=*/false));
       RINGLM_ASSIGN_OR_RETURN(std::string content,
                               MessageContent(item, param, role, {"input_text", "output_text"}));
       out.messages.push_back(ChatMessage{std::move(role), std::move(content)});
@@ -385,10 +402,9 @@ absl::StatusOr<CompletionRequest> ParseResponsesRequest(std::string_view body,
     return InvalidFieldError("truncation", "only 'disabled' truncation is supported");
   }
   if (const Json* text = Field(json, "text")) {
-    const Json* format = text->is_object() ? Field(*text, "format") : nullptr;
-    const Json* type = format != nullptr && format->is_object() ? Field(*format, "type") : nullptr;
-    if (!text->is_object() || (format != nullptr && (type == nullptr || *type != "text"))) {
-      return InvalidFieldError("text.format", "only the 'text' output format is supported");
+    if (!text->is_object()) return InvalidFieldError("text", "'text' must be an object");
+    if (const Json* format = Field(*text, "format")) {
+      RINGLM_ASSIGN_OR_RETURN(out.response_format, ParseResponseFormat(*format, "text.format"));
     }
   }
   RINGLM_RETURN_IF_ERROR(ParseCommon(json, out));

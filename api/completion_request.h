@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "api/json_limits.h"
+#include "api/tool_request.h"
 #include "inference/chat_template.h"
 #include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
@@ -42,6 +43,12 @@ struct CompletionRequest {
   // sets logprobs and top_logprobs = N.
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  // kChat: functions the model may call, and whether it must.
+  std::vector<ToolDefinition> tools;
+  ToolChoice tool_choice;  // kNone when there are no tools
+  bool parallel_tool_calls = true;
+  // kChat: response_format. kResponses: text.format.
+  ResponseFormat response_format;
   // kResponses: the request's metadata, echoed in the response (never stored).
   nlohmann::json metadata = nlohmann::json::object();
 };
@@ -61,9 +68,11 @@ inline constexpr int32_t kMaxTextLogprobs = 5;  // OpenAI's cap on /v1/completio
 // "tools": [] are let through). JSON null counts as absent.
 //
 // Chat: `messages` must be a non-empty array of {role, content}; roles
-// system, developer (treated as system), user, assistant; content a string,
-// null (assistant only) or an array of {"type":"text","text":...} parts, which
-// are concatenated.
+// system, developer (treated as system), user, assistant, tool; content a
+// string, null (assistant only) or an array of {"type":"text","text":...}
+// parts, joined by "\n". An assistant message may carry tool_calls, a tool
+// message needs tool_call_id. tools, tool_choice, parallel_tool_calls and
+// response_format are parsed as tool_request.h says.
 absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view body,
                                                              const JsonLimits& limits = {});
 // Completions: `prompt` is a string, an array holding one string, an array

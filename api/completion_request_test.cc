@@ -68,7 +68,7 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[]})"), "messages");
   ExpectInvalid(ParseChatCompletionRequest(R"({"messages":"hi"})"), "messages");
   ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[{"role":"tool","content":"x"}]})"),
-                "messages[0].role");
+                "messages[0].tool_call_id");
   ExpectInvalid(ParseChatCompletionRequest(R"({"messages":[{"role":"user","content":5}]})"),
                 "messages[0].content");
   ExpectInvalid(ParseChatCompletionRequest(
@@ -82,9 +82,22 @@ TEST(CompletionRequestTest, RejectsBadFieldsNamingThem) {
   ExpectInvalid(chat(R"(,"temperature":-1)"), "temperature");
   ExpectInvalid(chat(R"(,"temperature":2.5)"), "temperature");
   // Fields this server does not implement are refused by name, not ignored.
-  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f"}}])"), "tools");
+  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f g"}}])"),
+                "tools[0].function.name");
+  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f"}},)"
+                     R"({"type":"function","function":{"name":"f"}}])"),
+                "tools[1].function.name");
+  ExpectInvalid(chat(R"(,"tools":[{"type":"retrieval"}])"), "tools[0].type");
+  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f","parameters":1}}])"),
+                "tools[0].function.parameters");
+  ExpectInvalid(chat(R"(,"tool_choice":"required")"), "tool_choice");  // no tools
+  ExpectInvalid(chat(R"(,"tools":[{"type":"function","function":{"name":"f"}}],)"
+                     R"("tool_choice":{"type":"function","function":{"name":"g"}})"),
+                "tool_choice.function.name");
+  ExpectInvalid(chat(R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}})"),
+                "response_format.json_schema.name");
   ExpectInvalid(chat(R"(,"some_future_field":{"x":1})"), "some_future_field");
-  ExpectInvalid(chat(R"(,"response_format":{"type":"sound"})"), "response_format");
+  ExpectInvalid(chat(R"(,"response_format":{"type":"sound"})"), "response_format.type");
   ExpectInvalid(chat(R"(,"logprobs":1)"), "logprobs");
   ExpectInvalid(chat(R"(,"top_logprobs":3)"), "top_logprobs");  // needs logprobs: true
   ExpectInvalid(chat(R"(,"logprobs":true,"top_logprobs":21)"), "top_logprobs");
@@ -122,6 +135,37 @@ TEST(CompletionRequestTest, LogprobsAsChatAndCompletionsSpellThem) {
   absl::StatusOr<CompletionRequest> none = ParseTextCompletionRequest(R"({"prompt":"Hi"})");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->logprobs);
+}
+
+TEST(CompletionRequestTest, AgentHistoriesToolsAndFormatsParse) {
+  absl::StatusOr<CompletionRequest> r = ParseChatCompletionRequest(R"({"messages":[
+      {"role":"user","content":"Weather in Paris?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"18 C"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","description":"Now.",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],
+    "tool_choice":"required","parallel_tool_calls":false,
+    "response_format":{"type":"json_schema","json_schema":{"name":"w","schema":{"type":"object"}}}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->messages.size(), 3u);
+  ASSERT_EQ(r->messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r->messages[1].tool_calls[0].id, "call_1");
+  EXPECT_EQ(r->messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r->messages[1].tool_calls[0].arguments, R"({"city":"Paris"})");  // compact
+  EXPECT_EQ(r->messages[2].role, "tool");
+  EXPECT_EQ(r->messages[2].tool_call_id, "call_1");
+  ASSERT_EQ(r->tools.size(), 1u);
+  EXPECT_EQ(r->tools[0].description, "Now.");
+  EXPECT_EQ(r->tool_choice.mode, ToolChoice::Mode::kRequired);
+  EXPECT_FALSE(r->parallel_tool_calls);
+  EXPECT_EQ(r->response_format.type, ResponseFormat::Type::kJsonSchema);
+  EXPECT_EQ(r->response_format.schema["type"], "object");
+  // Arguments that are not a JSON object are refused.
+  absl::StatusOr<CompletionRequest> bad = ParseChatCompletionRequest(
+      R"({"messages":[{"role":"assistant","tool_calls":[{"type":"function",)"
+      R"("function":{"name":"f","arguments":"[1]"}}]}]})");
+  ASSERT_FALSE(bad.ok());
 }
 
 TEST(CompletionRequestTest, JoinsTextPartsWithANewline) {

@@ -51,7 +51,9 @@ GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cach
       inbox_(std::make_shared<Inbox>()),
       lease_(std::move(lease)),
       decoder_(tokenizer),
-      stop_filter_(std::move(params.stop)) {}
+      stop_filter_(std::move(params.stop)) {
+  if (params.tool_calls != ToolCallFamily::kNone) tool_scanner_.emplace(params.tool_calls);
+}
 
 GenerationStream::~GenerationStream() {
   if (!finished()) Cancel();
@@ -85,7 +87,7 @@ void GenerationStream::Apply(const GenerationEvent& event, std::string& out) {
     sampled_.push_back(event.token);
     if (tokenizer_.IsEndOfGeneration(event.token)) return FinishDone("stop", out);
     if (event.logprobs.has_value()) logprobs_.push_back(*event.logprobs);
-    out += stop_filter_.Push(decoder_.Push(event.token));
+    out += Shown(stop_filter_.Push(decoder_.Push(event.token)));
     if (stop_filter_.stopped()) return FinishDone("stop", out);
     if (static_cast<int32_t>(sampled_.size()) >= max_tokens_) return FinishDone("length", out);
   }
@@ -107,11 +109,13 @@ void GenerationStream::Apply(const GenerationEvent& event, std::string& out) {
 
 void GenerationStream::FinishDone(std::string_view reason, std::string& out) {
   if (!stop_filter_.stopped()) {
-    out += stop_filter_.Push(decoder_.Flush());
-    out += stop_filter_.Finish();
+    out += Shown(stop_filter_.Push(decoder_.Flush()));
+    out += Shown(stop_filter_.Finish());
   }
+  if (tool_scanner_) out += tool_scanner_->Finish();
   state_ = State::kDone;
-  finish_reason_ = std::string(reason);
+  finish_reason_ =
+      tool_scanner_ && tool_scanner_->found_calls() ? "tool_calls" : std::string(reason);
   handle_.reset();  // cancels the request if it is still running (stop string)
   std::vector<int32_t> kv_tokens = prompt_;
   if (!sampled_.empty()) kv_tokens.insert(kv_tokens.end(), sampled_.begin(), sampled_.end() - 1);
@@ -123,6 +127,14 @@ void GenerationStream::FinishFailed(absl::Status error) {
   error_ = std::move(error);
   handle_.reset();
   cache_.Abandon(*lease_);
+}
+
+std::string GenerationStream::Shown(std::string text) {
+  return tool_scanner_ ? tool_scanner_->Push(text) : text;
+}
+
+std::vector<ParsedToolCall> GenerationStream::TakeToolCalls() {
+  return tool_scanner_ ? tool_scanner_->TakeCalls() : std::vector<ParsedToolCall>{};
 }
 
 std::vector<TokenLogprobs> GenerationStream::TakeLogprobs() {

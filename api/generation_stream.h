@@ -15,6 +15,7 @@
 #include "api/generation_backend.h"
 #include "api/prefix_cache.h"
 #include "api/stop_filter.h"
+#include "api/tool_call_parser.h"
 #include "inference/tokenizer/tokenizer.h"
 
 namespace ringlm {
@@ -46,6 +47,9 @@ class GenerationStream {
     std::vector<std::string> stop;
     bool logprobs = false;  // collect each shown token's logprobs
     int32_t top_logprobs = 0;
+    // Not kNone: tool calls in this family's syntax are taken out of the text
+    // (TakeToolCalls), and a reply with calls finishes as "tool_calls".
+    ToolCallFamily tool_calls = ToolCallFamily::kNone;
   };
 
   // Takes a lease from `cache` and submits. On a Submit error the lease is
@@ -61,6 +65,9 @@ class GenerationStream {
   // cut at a stop string, minus any tail that could start one. Often "".
   std::string Poll(absl::Duration timeout);
 
+  // The tool calls completed since the last call, in order.
+  std::vector<ParsedToolCall> TakeToolCalls();
+
   // The logprobs of the tokens sampled since the last call, in order (not of
   // an end-of-generation token). Empty unless Params::logprobs.
   std::vector<TokenLogprobs> TakeLogprobs();
@@ -70,7 +77,8 @@ class GenerationStream {
 
   State state() const { return state_; }
   bool finished() const { return state_ >= State::kDone; }
-  // kDone: "stop" (EOS or a stop string) or "length".
+  // kDone: "stop" (EOS or a stop string), "length", or "tool_calls" when the
+  // reply made any.
   const std::string& finish_reason() const { return finish_reason_; }
   // kFailed: why.
   const absl::Status& error() const { return error_; }
@@ -87,6 +95,8 @@ class GenerationStream {
   // Applies one event; appends shown text to `out`.
   void Apply(const GenerationEvent& event, std::string& out);
   void FinishDone(std::string_view reason, std::string& out);
+  // What of the reply's visible text is content (the tool scanner's cut).
+  std::string Shown(std::string text);
   void FinishFailed(absl::Status error);
 
   const Tokenizer& tokenizer_;
@@ -98,6 +108,7 @@ class GenerationStream {
   std::optional<PrefixCache::Lease> lease_;
   StreamingDecoder decoder_;
   StopFilter stop_filter_;
+  std::optional<ToolCallScanner> tool_scanner_;
   State state_ = State::kQueued;
   std::vector<int32_t> sampled_;         // every sampled token, EOS included
   std::vector<TokenLogprobs> logprobs_;  // not yet taken

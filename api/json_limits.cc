@@ -87,4 +87,10 @@ absl::StatusOr<Json> ParseJsonWithLimits(std::string_view text, const JsonLimits
   return root;
 }
 
+const nlohmann::json* JsonField(const nlohmann::json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
 }  // namespace ringlm

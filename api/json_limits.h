@@ -32,6 +32,10 @@ struct JsonLimits {
 // Thread-safe (no shared state).
 absl::StatusOr<nlohmann::json> ParseJsonWithLimits(std::string_view text, const JsonLimits& limits);
 
+// The member `name` of the object `body`, or nullptr when it is absent or
+// JSON null (OpenAI's clients send null for "not set").
+const nlohmann::json* JsonField(const nlohmann::json& body, const char* name);
+
 }  // namespace ringlm
 
 #endif  // RINGLM_API_JSON_LIMITS_H_

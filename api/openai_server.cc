@@ -50,11 +50,20 @@ ConnectionLimits LimitsOf(const ApiOptions& o) {
   return limits;
 }
 
-CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o, ChatFormat format) {
+// The renderer --chat-template asks for; when that cannot be built, the
+// model's own (which always can), with the error kept for Start to report.
+ChatRenderer RendererOf(const ApiOptions& o, GenerationBackend* b, absl::Status* error) {
+  absl::StatusOr<ChatRenderer> r =
+      ChatRenderer::Create(b->chat_template(), o.chat_template, b->tokenizer());
+  if (r.ok()) return *std::move(r);
+  *error = r.status();
+  return *ChatRenderer::Create(b->chat_template(), {}, b->tokenizer());
+}
+
+CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o) {
   CompletionHandlerOptions h;
   h.keep_sessions = o.prefix_cache.enabled;
   h.max_concurrent = o.max_concurrent;
-  h.format = format;
   h.json_limits = o.json_limits;
   h.max_body_bytes = o.max_body_bytes;
   h.parse_special_in_content = o.parse_special_in_content;
@@ -67,11 +76,11 @@ struct ApiServer::Impl {
   Impl(ApiOptions opts, GenerationBackend* b)
       : options(std::move(opts)),
         backend(b),
-        format(DetectChatFormat(backend->chat_template())),
+        renderer(RendererOf(options, b, &renderer_error)),
         cache(options.prefix_cache,
               [b](const std::string& session_id) { b->DropSession(session_id); }),
         models(options.served_model_names, options.accept_any_model, backend->model_id()),
-        completions(*backend, cache, models, HandlerOptionsOf(options, format)),
+        completions(*backend, cache, models, renderer, HandlerOptionsOf(options)),
         created(absl::ToUnixSeconds(absl::Now())),
         server(LimitsOf(options)) {}
 
@@ -83,7 +92,8 @@ struct ApiServer::Impl {
 
   const ApiOptions options;
   GenerationBackend* const backend;
-  const ChatFormat format;
+  absl::Status renderer_error;  // --chat-template could not be used
+  const ChatRenderer renderer;
   PrefixCache cache;
   const ServedModels models;
   CompletionHandler completions;
@@ -268,6 +278,7 @@ ApiServer::ApiServer(ApiOptions options, GenerationBackend* backend)
 ApiServer::~ApiServer() { Stop(); }
 
 absl::Status ApiServer::Start() {
+  if (!impl_->renderer_error.ok()) return impl_->renderer_error;
   if (impl_->started || impl_->thread.joinable()) {
     return absl::FailedPreconditionError("the API server was already started");
   }
@@ -293,9 +304,10 @@ absl::Status ApiServer::Start() {
   for (int i = 0; i < 5000 && !impl_->server.is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  spdlog::info("api: serving {} on http://{}:{} (chat format {}, prefix cache {})",
-               impl_->backend->model_id(), o.host, port, FormatName(impl_->format),
+  spdlog::info("api: serving {} on http://{}:{} (chat template {}, prefix cache {})",
+               impl_->backend->model_id(), o.host, port, impl_->renderer.Describe(),
                o.prefix_cache.enabled ? "on" : "off");
+  if (!impl_->renderer.warning().empty()) spdlog::warn("api: {}", impl_->renderer.warning());
   if (const std::string warning = ExposureWarning(o.host, !o.api_key.empty()); !warning.empty()) {
     spdlog::warn("{}", warning);
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "api/chat_renderer.h"
 #include "api/generation_backend.h"
 #include "api/json_limits.h"
 #include "api/prefix_cache.h"
@@ -78,6 +79,11 @@ struct ApiOptions {
   // accept_any_model, any name is taken (and the first reported).
   std::vector<std::string> served_model_names;
   bool accept_any_model = false;
+
+  // --chat-template: empty = the model's own template (or a built-in format
+  // when the Jinja engine cannot run it). Start fails when what it names
+  // cannot be used.
+  ChatTemplateChoice chat_template;
 };
 
 // Serves the API on its own threads: an accept thread plus one thread per

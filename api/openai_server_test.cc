@@ -706,7 +706,7 @@ TEST_F(ApiServerTest, ResponsesApiAnswersWithAResponseObject) {
   ExpectError(Post("/v1/responses", R"({"input":[{"type":"function_call_output"}]})"), 400,
               "invalid_request_error", nullptr, "input[0].type");
   ExpectError(Post("/v1/responses", R"({"input":"x","text":{"format":{"type":"sound"}}})"), 400,
-              "invalid_request_error", nullptr, "text.format");
+              "invalid_request_error", nullptr, "text.format.type");
   ExpectError(Post("/v1/responses", R"({"instructions":"x"})"), 400, "invalid_request_error",
               nullptr, "input");
 }
@@ -744,6 +744,100 @@ TEST_F(ApiServerTest, ResponsesApiStreamsTypedEvents) {
   EXPECT_EQ(types[3], "response.content_part.added");
   EXPECT_EQ(types.back(), "response.completed");
   EXPECT_EQ(types[types.size() - 2], "response.output_item.done");
+}
+
+// A Hermes-style template (as Qwen's): tools in the system turn, calls as
+// <tool_call> blocks, results as tool turns.
+constexpr char kHermesTemplate[] =
+    "{%- if tools %}<|im_start|>system\n# Tools\n{% for t in tools %}{{ t | tojson }}\n"
+    "{% endfor %}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+    "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>\n{{ c.function | tojson }}\n"
+    "</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+constexpr char kWeatherTool[] =
+    R"("tools":[{"type":"function","function":{"name":"get_weather","description":"Now.",)"
+    R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])";
+constexpr char kCallText[] =
+    "Checking. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+    "\"Paris\"}}\n</tool_call>";
+
+TEST_F(ApiServerTest, ToolCallsComeBackAsOpenAiToolCallsWholeAndStreamed) {
+  StartServer();
+  backend_->SetChatTemplate(kHermesTemplate);
+  server_->Stop();  // the template is read when the server is built
+  server_ = std::make_unique<ApiServer>(ApiOptions{.host = "127.0.0.1", .port = 0}, backend_.get());
+  ASSERT_TRUE(server_->Start().ok());
+  Script(kCallText);
+  const std::string body =
+      std::string(R"({"messages":[{"role":"user","content":"Weather?"}],)") + kWeatherTool + "}";
+  httplib::Result r = Post("/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json choice = Json::parse(r->body)["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], " Checking. ");  // the SPM space
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r->body;
+  const Json& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>())["city"], "Paris");
+  // The tools reached the prompt, rendered by the template.
+  const std::string prompt = tokenizer_->Decode(backend_->submitted().at(0).prompt);
+  EXPECT_NE(prompt.find("\"name\": \"get_weather\""), std::string::npos) << prompt;
+
+  // Streamed: content deltas, then one tool_calls delta with index 0.
+  r = Post("/v1/chat/completions",
+           std::string(R"({"stream":true,"messages":[{"role":"user","content":"Weather?"}],)") +
+               kWeatherTool + "}");
+  ASSERT_TRUE(r);
+  std::string content, finish;
+  Json streamed_calls = Json::array();
+  for (const Json& frame : SseFrames(r->body)) {
+    const Json& c = frame["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) {
+      for (const Json& d : c["delta"]["tool_calls"]) streamed_calls.push_back(d);
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(content, " Checking. ");
+  EXPECT_EQ(finish, "tool_calls");
+  ASSERT_EQ(streamed_calls.size(), 1u);
+  EXPECT_EQ(streamed_calls[0]["index"], 0);
+  EXPECT_EQ(streamed_calls[0]["function"]["name"], "get_weather");
+
+  // The agent sends the call and its result back: both are rendered.
+  r = Post("/v1/chat/completions", std::string(R"({"messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"18 C"}],)") +
+                                       kWeatherTool + "}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string turn2 = tokenizer_->Decode(backend_->submitted().back().prompt);
+  EXPECT_NE(turn2.find("<tool_call>\n{\"arguments\": {\"city\": \"Paris\"}"), std::string::npos)
+      << turn2;
+  EXPECT_NE(turn2.find("tool\n18 C"), std::string::npos) << turn2;
+
+  // tool_choice none: the same text is plain content.
+  r = Post("/v1/chat/completions",
+           std::string(R"({"tool_choice":"none","messages":[{"role":"user","content":"W?"}],)") +
+               kWeatherTool + "}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Json::parse(r->body)["choices"][0]["finish_reason"], "stop") << r->body;
+}
+
+TEST_F(ApiServerTest, ToolsNeedATemplateThatTakesThem) {
+  StartServer();  // no template: the built-in plain format
+  ExpectError(
+      Post("/v1/chat/completions",
+           std::string(R"({"messages":[{"role":"user","content":"W?"}],)") + kWeatherTool + "}"),
+      400, "invalid_request_error", nullptr, "tools");
+  ExpectError(Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"W?"},
+      {"role":"tool","tool_call_id":"c","content":"x"}]})"),
+              400, "invalid_request_error", nullptr, "messages");
 }
 
 TEST_F(ApiServerTest, SecondTurnReusesTheFirstTurnsSession) {

@@ -11,6 +11,20 @@ namespace {
 
 using Json = nlohmann::json;
 
+// OpenAI's tool_calls array; with `first_index`, as stream deltas (each
+// with its index).
+Json ToolCallsJson(const std::vector<ParsedToolCall>& calls, std::optional<size_t> first_index) {
+  Json out = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (first_index) call["index"] = *first_index + i;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 // chat.completion(.chunk) and text_completion, with "data: ...\n\n" frames
 // and a final [DONE].
 class CompletionsWriter : public ResponseWriter {
@@ -22,9 +36,18 @@ class CompletionsWriter : public ResponseWriter {
 
   const std::string& id() const override { return meta_.id; }
 
-  Json Whole(std::string_view text, std::string_view finish_reason, const Usage& usage,
-             const Json& logprobs) const override {
-    return CompletionJson(meta_, text, finish_reason, usage, logprobs);
+  Json Whole(const Answer& answer) const override {
+    Json out =
+        CompletionJson(meta_, answer.text, answer.finish_reason, answer.usage, answer.logprobs);
+    if (!answer.tool_calls.empty()) {
+      Json& message = out["choices"][0]["message"];
+      message["tool_calls"] = ToolCallsJson(answer.tool_calls, std::nullopt);
+      // Only calls, no words: OpenAI sends null content.
+      if (answer.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        message["content"] = nullptr;
+      }
+    }
+    return out;
   }
   std::string StreamStart() override {
     // Chat streams open with the role; text streams have no such chunk.
@@ -32,6 +55,12 @@ class CompletionsWriter : public ResponseWriter {
   }
   std::string StreamText(std::string_view text, const Json& logprobs) override {
     return SseFrame(ChunkJson(meta_, false, text, std::nullopt, logprobs));
+  }
+  std::string StreamToolCalls(const std::vector<ParsedToolCall>& calls,
+                              size_t first_index) override {
+    Json chunk = ChunkJson(meta_, false, "", std::nullopt);
+    chunk["choices"][0]["delta"]["tool_calls"] = ToolCallsJson(calls, first_index);
+    return SseFrame(chunk);
   }
   std::string StreamEnd(std::string_view finish_reason, const Usage& usage,
                         const Json& logprobs) override {
@@ -75,13 +104,13 @@ class ResponsesWriter : public ResponseWriter {
 
   const std::string& id() const override { return id_; }
 
-  Json Whole(std::string_view text, std::string_view finish_reason, const Usage& usage,
-             const Json& /*logprobs*/) const override {
-    const bool complete = finish_reason != "length";
+  Json Whole(const Answer& answer) const override {
+    const bool complete = answer.finish_reason != "length";
     Json out = Response(complete ? "completed" : "incomplete");
-    out["output"] = Json::array({Message(complete ? "completed" : "incomplete", Part(text))});
+    out["output"] =
+        Json::array({Message(complete ? "completed" : "incomplete", Part(answer.text))});
     if (!complete) out["incomplete_details"] = {{"reason", "max_output_tokens"}};
-    out["usage"] = UsageOf(usage);
+    out["usage"] = UsageOf(answer.usage);
     return out;
   }
 
@@ -93,6 +122,9 @@ class ResponsesWriter : public ResponseWriter {
                  {{"output_index", 0}, {"item", Message("in_progress", std::nullopt)}});
     out += Event("response.content_part.added", PartEvent(Part("")));
     return out;
+  }
+  std::string StreamToolCalls(const std::vector<ParsedToolCall>&, size_t) override {
+    return "";  // the Responses API takes no tools here (refused at parse)
   }
   std::string StreamText(std::string_view text, const Json& /*logprobs*/) override {
     text_ += text;
@@ -108,7 +140,7 @@ class ResponsesWriter : public ResponseWriter {
     done["logprobs"] = Json::array();
     std::string out = Event("response.output_text.done", std::move(done));
     out += Event("response.content_part.done", PartEvent(Part(text_)));
-    Json whole = Whole(text_, finish_reason, usage, logprobs);
+    Json whole = Whole(Answer{text_, std::string(finish_reason), usage, logprobs, {}});
     out += Event("response.output_item.done", {{"output_index", 0}, {"item", whole["output"][0]}});
     const bool complete = whole["status"] == "completed";
     out += Event(complete ? "response.completed" : "response.incomplete", {{"response", whole}});

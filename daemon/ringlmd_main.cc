@@ -3,11 +3,15 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/openai_server.h"
 #include "base/arg_parser.h"
+#include "base/status_macros.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/node.h"
 #include "inference/ops/matmul.h"
@@ -80,6 +84,9 @@ void AddFlags(ArgParser& p) {
   p.AddFlag("parse-special-in-content",
             "let special-token text in chat message content become control tokens (by "
             "default it stays plain text; only the template's markers are control tokens)");
+  p.AddOption("chat-template", "FILE|NAME",
+              "render chat prompts with this Jinja template file, or a built-in format (llama2, "
+              "llama3, chatml, mistral, zephyr, plain), instead of the model's own template");
   p.AddFlag("no-prefix-cache", "do not reuse the KV cache of earlier requests");
   p.AddRepeatedOption("served-model-name", "NAME",
                       "a name the API answers to as `model` and lists in /v1/models; repeat for "
@@ -95,6 +102,30 @@ void AddFlags(ArgParser& p) {
               "(default: gRPC port + 1000, or a free one when that is taken; off when the gRPC "
               "port is 0)");
   p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
+}
+
+// --chat-template: a built-in format's name, else a Jinja file (at most 1 MiB).
+absl::StatusOr<ChatTemplateChoice> ReadChatTemplateFlag(const std::string& value) {
+  ChatTemplateChoice choice;
+  if (ParseFormatName(value).ok()) {
+    choice.builtin = value;
+    return choice;
+  }
+  std::ifstream in(value, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--chat-template ", value,
+        ": no such file, and not a built-in format (llama2, llama3, chatml, mistral, zephyr, "
+        "plain)"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  choice.jinja = text.str();
+  if (choice.jinja.empty() || choice.jinja.size() > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--chat-template ", value, ": the file must hold 1 byte to 1 MiB"));
+  }
+  return choice;
 }
 
 // The HTTP API of a head node, when --api-port is given.
@@ -124,6 +155,9 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
     api.served_model_names.push_back(name);
   }
   api.accept_any_model = p.GetFlag("accept-any-model");
+  if (p.Has("chat-template")) {
+    RINGLM_ASSIGN_OR_RETURN(api.chat_template, ReadChatTemplateFlag(p.GetString("chat-template")));
+  }
   api.prefix_cache.enabled = !p.GetFlag("no-prefix-cache");
   api.prefix_cache.max_sessions = static_cast<uint32_t>(*sessions);
   return api;

@@ -6,10 +6,12 @@
 //  - ParseChatCompletionRequest and ParseTextCompletionRequest never crash or
 //    hang, and reject only with InvalidArgument.
 //  - An accepted chat request has what the header promises: 1+ messages with
-//    role system/user/assistant (developer already mapped), at most 4 stop
-//    strings, none empty, max_tokens >= 1 when set, valid sampling params.
-//  - Every chat format renders it (RenderChatSegments cannot fail on a parsed
-//    request), as non-empty segments that alternate control/content.
+//    role system/user/assistant/tool (developer already mapped), tool calls
+//    only on assistant messages, at most 4 stop strings, none empty,
+//    max_tokens >= 1 when set, valid sampling params.
+//  - Every built-in chat format renders it as non-empty segments that
+//    alternate control/content, unless it carries tool calls or results,
+//    which they refuse with InvalidArgument.
 //  - With the bundled model's tokenizer (loaded once, read-only): the prompt
 //    tokenizes to valid ids with BOS first; tokenizing with every segment
 //    marked as content equals Encode(joined, parse_special = false), the
@@ -100,8 +102,11 @@ void FuzzChat(std::string_view body, const JsonLimits& limits, uint64_t pick) {
   }
   FUZZ_CHECK(r->kind == CompletionRequest::Kind::kChat);
   FUZZ_CHECK(!r->messages.empty());
+  bool has_tools = false;
   for (const ChatMessage& m : r->messages) {
-    FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant");
+    FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool");
+    FUZZ_CHECK(m.tool_calls.empty() || m.role == "assistant");
+    has_tools |= m.role == "tool" || !m.tool_calls.empty();
   }
   CheckCommon(*r);
 
@@ -109,6 +114,10 @@ void FuzzChat(std::string_view body, const JsonLimits& limits, uint64_t pick) {
   for (size_t f = 0; f < std::size(kFormats); ++f) {
     absl::StatusOr<std::vector<PromptSegment>> segments =
         RenderChatSegments(kFormats[f], r->messages, /*add_generation_prompt=*/true);
+    if (has_tools) {
+      FUZZ_CHECK(segments.status().code() == absl::StatusCode::kInvalidArgument);
+      continue;
+    }
     FUZZ_CHECK(segments.ok());
     for (size_t i = 0; i < segments->size(); ++i) {
       FUZZ_CHECK(!(*segments)[i].text.empty());
@@ -118,7 +127,7 @@ void FuzzChat(std::string_view body, const JsonLimits& limits, uint64_t pick) {
   }
 
   // Tokenize one format per input (chosen by the input) to keep runs fast.
-  if (g_tokenizer == nullptr) return;
+  if (g_tokenizer == nullptr || has_tools) return;
   const std::vector<int32_t> ids = g_tokenizer->EncodeSegments(chosen, /*add_special=*/true);
   CheckIds(*g_tokenizer, ids);
   CheckStreamedText(*g_tokenizer, ids);

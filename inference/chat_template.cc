@@ -119,14 +119,28 @@ std::string FormatName(ChatFormat format) {
   return "plain";
 }
 
+absl::StatusOr<ChatFormat> ParseFormatName(std::string_view name) {
+  for (ChatFormat f : {ChatFormat::kLlama2, ChatFormat::kLlama3, ChatFormat::kChatML,
+                       ChatFormat::kMistral, ChatFormat::kZephyr, ChatFormat::kPlain}) {
+    if (FormatName(f) == name) return f;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown chat format '", std::string(name),
+                   "' (built-in: llama2, llama3, chatml, mistral, zephyr, plain)"));
+}
+
 absl::StatusOr<std::vector<PromptSegment>> RenderChatSegments(
     ChatFormat format, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
   if (messages.empty()) return absl::InvalidArgumentError("no messages to render");
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
+      return absl::InvalidArgumentError(absl::StrCat("messages[", i, "]: role '", role,
+                                                     "' needs a chat template with tool support"));
+    }
+    if (!messages[i].tool_calls.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("messages[", i, "]: unsupported role '", role, "'"));
+          absl::StrCat("messages[", i, "]: tool calls need a chat template with tool support"));
     }
   }
   SegmentWriter out;

@@ -35,9 +35,21 @@ enum class ChatFormat {
   kPlain,    // no template: a plain "User: / Assistant:" transcript
 };
 
+// A call the assistant made, as an agent's history carries it back.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object, as compact JSON text
+  bool operator==(const ChatToolCall&) const = default;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  // "system", "user", "assistant", or "tool" (a tool's result; only chat
+  // templates with tool support render it, the built-in formats refuse it).
+  std::string role;
   std::string content;
+  std::vector<ChatToolCall> tool_calls;  // assistant only; built-in formats refuse them
+  std::string tool_call_id;              // tool only: the call this answers
 };
 
 // Picks the format of a Jinja chat template by its distinctive markers, checked
@@ -48,6 +60,8 @@ ChatFormat DetectChatFormat(std::string_view jinja_template);
 
 // "llama2", "llama3", "chatml", "mistral", "zephyr" or "plain".
 std::string FormatName(ChatFormat format);
+// The format FormatName calls `name`; InvalidArgument listing the names.
+absl::StatusOr<ChatFormat> ParseFormatName(std::string_view name);
 
 // Renders `messages` in `format`. With `add_generation_prompt`, appends the
 // opening of an assistant turn so the model continues with the reply (formats
@@ -66,8 +80,9 @@ std::string FormatName(ChatFormat format);
 // back verbatim: appending a turn only appends text, which keeps the token
 // prefix cache effective.
 //
-// Errors: InvalidArgument for a role other than system/user/assistant (the
-// message names the index) or an empty message list.
+// Errors: InvalidArgument for a role other than system/user/assistant or a
+// message with tool calls (the message names the index; only a model's own
+// template can render tools), or an empty message list.
 absl::StatusOr<std::string> RenderChat(ChatFormat format, const std::vector<ChatMessage>& messages,
                                        bool add_generation_prompt);
 
