@@ -8,7 +8,7 @@
 namespace ringlm {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // A control token's own text ("<|begin_of_text|>"), "" when there is none.
 std::string SpecialText(const Tokenizer& tokenizer, int32_t id) {

@@ -14,7 +14,7 @@
 namespace ringlm {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 const Json* Field(const Json& body, const char* name) { return JsonField(body, name); }
 
@@ -171,7 +171,7 @@ absl::Status CheckFieldsKnown(const Json& body,
 }
 
 absl::StatusOr<Json> ParseObject(std::string_view body, const JsonLimits& limits) {
-  RINGLM_ASSIGN_OR_RETURN(Json json, ParseJsonWithLimits(body, limits));
+  RINGLM_ASSIGN_OR_RETURN(Json json, ParseOrderedJsonWithLimits(body, limits));
   if (!json.is_object()) return InvalidFieldError("", "the request body must be a JSON object");
   return json;
 }

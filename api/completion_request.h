@@ -50,7 +50,7 @@ struct CompletionRequest {
   // kChat: response_format. kResponses: text.format.
   ResponseFormat response_format;
   // kResponses: the request's metadata, echoed in the response (never stored).
-  nlohmann::json metadata = nlohmann::json::object();
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
 };
 
 inline constexpr int32_t kMaxTextLogprobs = 5;  // OpenAI's cap on /v1/completions

@@ -8,12 +8,11 @@
 namespace ringlm {
 namespace {
 
-using Json = nlohmann::json;
-
 // nlohmann's own DOM builder behind a gate that counts elements and depth and
 // aborts the parse (returns false) at the first one past a limit. The DOM
 // builder is in nlohmann's detail namespace; it is the class json::parse
 // itself uses, stable across 3.x.
+template <typename Json>
 class LimitedDomSax {
  public:
   LimitedDomSax(Json& root, const JsonLimits& limits)
@@ -71,11 +70,10 @@ class LimitedDomSax {
   std::string error_;
 };
 
-}  // namespace
-
-absl::StatusOr<Json> ParseJsonWithLimits(std::string_view text, const JsonLimits& limits) {
+template <typename Json>
+absl::StatusOr<Json> Parse(std::string_view text, const JsonLimits& limits) {
   Json root;
-  LimitedDomSax sax(root, limits);
+  LimitedDomSax<Json> sax(root, limits);
   const bool ok = Json::sax_parse(text.begin(), text.end(), &sax, Json::input_format_t::json,
                                   /*strict=*/true);
   if (!ok || !sax.error().empty()) {
@@ -87,10 +85,16 @@ absl::StatusOr<Json> ParseJsonWithLimits(std::string_view text, const JsonLimits
   return root;
 }
 
-const nlohmann::json* JsonField(const nlohmann::json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ParseJsonWithLimits(std::string_view text,
+                                                   const JsonLimits& limits) {
+  return Parse<nlohmann::json>(text, limits);
+}
+
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJsonWithLimits(std::string_view text,
+                                                                  const JsonLimits& limits) {
+  return Parse<nlohmann::ordered_json>(text, limits);
 }
 
 }  // namespace ringlm

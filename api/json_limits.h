@@ -31,10 +31,19 @@ struct JsonLimits {
 // max_depth, or has more than max_elements elements.
 // Thread-safe (no shared state).
 absl::StatusOr<nlohmann::json> ParseJsonWithLimits(std::string_view text, const JsonLimits& limits);
+// The same, keeping objects' keys in the text's order (request bodies, whose
+// schemas and tools must keep the client's order).
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJsonWithLimits(std::string_view text,
+                                                                  const JsonLimits& limits);
 
 // The member `name` of the object `body`, or nullptr when it is absent or
 // JSON null (OpenAI's clients send null for "not set").
-const nlohmann::json* JsonField(const nlohmann::json& body, const char* name);
+template <typename Json>
+const Json* JsonField(const Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
 
 }  // namespace ringlm
 

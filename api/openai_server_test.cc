@@ -817,7 +817,9 @@ TEST_F(ApiServerTest, ToolCallsComeBackAsOpenAiToolCallsWholeAndStreamed) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const std::string turn2 = tokenizer_->Decode(backend_->submitted().back().prompt);
-  EXPECT_NE(turn2.find("<tool_call>\n{\"arguments\": {\"city\": \"Paris\"}"), std::string::npos)
+  EXPECT_NE(turn2.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                       "\"Paris\"}}"),
+            std::string::npos)
       << turn2;
   EXPECT_NE(turn2.find("tool\n18 C"), std::string::npos) << turn2;
 

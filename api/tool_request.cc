@@ -10,7 +10,7 @@
 namespace ringlm {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 bool IsFunctionName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;

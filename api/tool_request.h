@@ -3,6 +3,10 @@
 // and results that agent histories carry. Parsed and checked here, once, at
 // the HTTP edge; what they mean for the prompt and the sampler is decided
 // by the handler (the chat template renders tools, the grammar enforces).
+//
+// Everything here is ordered_json: the order of a schema's properties is the
+// order a constrained reply writes them in, and templates render tools as
+// the client wrote them.
 #ifndef RINGLM_API_TOOL_REQUEST_H_
 #define RINGLM_API_TOOL_REQUEST_H_
 
@@ -21,7 +25,7 @@ namespace ringlm {
 struct ToolDefinition {
   std::string name;  // [A-Za-z0-9_-]{1,64}
   std::string description;
-  nlohmann::json parameters = nlohmann::json::object();  // a JSON schema (an object)
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // a JSON schema
 };
 
 struct ToolChoice {
@@ -33,7 +37,7 @@ struct ToolChoice {
 struct ResponseFormat {
   enum class Type { kText, kJsonObject, kJsonSchema };
   Type type = Type::kText;
-  nlohmann::json schema;  // kJsonSchema: json_schema.schema (an object)
+  nlohmann::ordered_json schema;  // kJsonSchema: json_schema.schema (an object)
 };
 
 // Hard bounds on what a request may define (each past them is a 400).
@@ -44,12 +48,12 @@ inline constexpr size_t kMaxToolCallsPerMessage = 64;
 // "parameters"?,"strict"?}}. Errors name the field: InvalidArgument for a
 // missing or malformed name, a duplicate name, parameters that are not an
 // object, more than kMaxTools tools.
-absl::StatusOr<std::vector<ToolDefinition>> ParseTools(const nlohmann::json& tools);
+absl::StatusOr<std::vector<ToolDefinition>> ParseTools(const nlohmann::ordered_json& tools);
 
 // "tool_choice": "none", "auto", "required", or
 // {"type":"function","function":{"name"}} naming one of `tools`. Absent means
 // auto (none when there are no tools). A choice other than none needs tools.
-absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json* choice,
+absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::ordered_json* choice,
                                            const std::vector<ToolDefinition>& tools);
 
 // "response_format": {"type":"text"}, {"type":"json_object"} or
@@ -57,19 +61,19 @@ absl::StatusOr<ToolChoice> ParseToolChoice(const nlohmann::json* choice,
 // "description"?}}. Only the shape is checked here; whether the schema can be
 // enforced is the grammar compiler's call. `param` prefixes error fields
 // ("response_format" on chat, "text.format" on the Responses API).
-absl::StatusOr<ResponseFormat> ParseResponseFormat(const nlohmann::json& format,
+absl::StatusOr<ResponseFormat> ParseResponseFormat(const nlohmann::ordered_json& format,
                                                    const std::string& param);
 
 // An assistant message's "tool_calls": [{"id","type":"function",
 // "function":{"name","arguments"}}]. `arguments` must be a string holding a
 // JSON object (as OpenAI sends it) or an object; either way it is kept as
 // compact JSON text. `param` names the message ("messages[3]").
-absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const nlohmann::json& calls,
+absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const nlohmann::ordered_json& calls,
                                                          const std::string& param);
 
 // The tools as OpenAI JSON again ([{"type":"function","function":{...}}]),
 // as chat templates expect them in their `tools` variable.
-nlohmann::json ToolsJson(const std::vector<ToolDefinition>& tools);
+nlohmann::ordered_json ToolsJson(const std::vector<ToolDefinition>& tools);
 
 }  // namespace ringlm
 
