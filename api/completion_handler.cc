@@ -139,6 +139,7 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   params.stop = request.stop;
   params.logprobs = request.logprobs;
   params.top_logprobs = request.top_logprobs;
+  RINGLM_ASSIGN_OR_RETURN(params.constraint, ConstraintFor(request));
   return params;
 }
 
@@ -161,6 +162,44 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib
   } else {
     Respond(*parsed, *std::move(slot), *std::move(stream), res);
   }
+}
+
+absl::StatusOr<std::string> CompletionHandler::ConstraintFor(
+    const CompletionRequest& request) const {
+  nlohmann::ordered_json spec;
+  std::string param;
+  if (request.tool_choice.mode == ToolChoice::Mode::kRequired ||
+      request.tool_choice.mode == ToolChoice::Mode::kNamed) {
+    // The reply must be a call: of any tool, or of the named one.
+    nlohmann::ordered_json functions = nlohmann::ordered_json::array();
+    for (const ToolDefinition& t : request.tools) {
+      if (request.tool_choice.mode == ToolChoice::Mode::kNamed &&
+          t.name != request.tool_choice.name) {
+        continue;
+      }
+      functions.push_back({{"name", t.name}, {"parameters", t.parameters}});
+    }
+    spec = {{"type", "tool_call"},
+            {"family", std::string(ToolCallFamilyName(renderer_.tool_family()))},
+            {"functions", std::move(functions)}};
+    param = "tools";
+  } else if (request.response_format.type == ResponseFormat::Type::kJsonObject) {
+    spec = {{"type", "json_object"}};
+  } else if (request.response_format.type == ResponseFormat::Type::kJsonSchema) {
+    spec = {{"type", "json_schema"}, {"schema", request.response_format.schema}};
+    param = request.kind == CompletionRequest::Kind::kResponses
+                ? "text.format.schema"
+                : "response_format.json_schema.schema";
+  } else {
+    return std::string();
+  }
+  std::string text = spec.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  // Checked here, once, so that a schema the grammar cannot enforce is a 400
+  // and never an error from the last stage.
+  if (absl::StatusOr<grammar::Grammar> g = CompileConstraint(text); !g.ok()) {
+    return InvalidFieldError(param, std::string(g.status().message()));
+  }
+  return text;
 }
 
 nlohmann::json CompletionHandler::LogprobsJson(const CompletionRequest& request,

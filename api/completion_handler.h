@@ -19,6 +19,7 @@
 #include "api/served_models.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
+#include "inference/sampling/output_constraint.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
@@ -63,6 +64,10 @@ class CompletionHandler {
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
   // The prompt's tokens: chat messages rendered in the template's format.
   std::vector<int32_t> Tokenize(const std::vector<PromptSegment>& segments) const;
+  // The output_constraint.h spec the reply must match ("" = free text):
+  // a forced tool call, else the response format. InvalidArgument naming the
+  // field when the grammar cannot enforce it.
+  absl::StatusOr<std::string> ConstraintFor(const CompletionRequest& request) const;
   // choices[0].logprobs for `tokens` (null unless the request asked).
   nlohmann::json LogprobsJson(const CompletionRequest& request,
                               std::span<const TokenLogprobs> tokens, size_t text_offset) const;

@@ -40,6 +40,9 @@ struct GenerationRequest {
   // Report each token's log-probability, and this many alternatives (<= 20).
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  // What the reply must match (output_constraint.h spec, checked by
+  // CompileConstraint); empty = free text.
+  std::string constraint;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
   request.max_tokens = params.max_tokens;
   request.logprobs = params.logprobs;
   request.top_logprobs = params.top_logprobs;
+  request.constraint = params.constraint;
   request.reuse = lease.reuse();
   request.keep_session = keep_session && !request.reuse.session_id.empty();
   std::unique_ptr<GenerationStream> stream(

@@ -50,6 +50,7 @@ class GenerationStream {
     // Not kNone: tool calls in this family's syntax are taken out of the text
     // (TakeToolCalls), and a reply with calls finishes as "tool_calls".
     ToolCallFamily tool_calls = ToolCallFamily::kNone;
+    std::string constraint;  // GenerationRequest::constraint
   };
 
   // Takes a lease from `cache` and submits. On a Submit error the lease is

@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
   r.reuse_len = request.reuse.reuse_len;
   r.fork_from = request.reuse.fork_from;
   r.keep_session = request.keep_session;
+  r.constraint = std::move(request.constraint);
   r.logprobs.set_enabled(request.logprobs);
   r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
   const std::string id = r.request_id;

@@ -116,6 +116,7 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     *step.mutable_sampling() = r.sampling;
     *step.mutable_limits() = r.limits;
     *step.mutable_logprobs() = r.logprobs;
+    step.set_constraint(r.constraint);
     step.set_sample(end == r.prompt.size());
     step.set_wire_dtype(r.wire_dtype);
     if (absl::Status s = transport_->StageStep(r.plan.stages(0).node_id(), step); !s.ok()) {

@@ -58,6 +58,7 @@ struct OriginRequest {
   v1::SamplingParams sampling;
   v1::GenerationLimits limits;
   v1::LogprobOptions logprobs;
+  std::string constraint;  // output_constraint.h spec; empty = free text
   v1::DType wire_dtype = v1::DTYPE_F32;
   // Continue from the first reuse_len positions of session_id (or of
   // fork_from, copied). A stage that does not hold them exactly reports a

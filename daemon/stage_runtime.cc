@@ -23,6 +23,7 @@ v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_i
   *next.mutable_sampling() = from.sampling();
   *next.mutable_limits() = from.limits();
   *next.mutable_logprobs() = from.logprobs();
+  next.set_constraint(from.constraint());
   next.set_wire_dtype(from.wire_dtype());
   return next;
 }
@@ -291,11 +292,28 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   }
   SamplerState& state = samplers_[request.request_id()];
   if (state.sampler == nullptr) {
+    if (!request.constraint().empty()) {
+      // The grammar's state is the reply so far: it cannot start mid-reply.
+      if (request.generated() > 0) {
+        return absl::AbortedError("the constrained request's sampler state was evicted");
+      }
+      RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));
+      BuildGrammarVocabulary();
+      state.constrained =
+          std::make_unique<ConstrainedSampling>(grammar, grammar_vocabulary_, end_tokens_);
+    }
     state.sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
   }
   state.last_used = now;
-  const int32_t token = state.sampler->Sample(logits);
+  std::span<const float> choices = logits;
+  if (state.constrained != nullptr) {
+    masked_.assign(logits.begin(), logits.end());
+    RINGLM_RETURN_IF_ERROR(state.constrained->Mask(masked_));
+    choices = masked_;
+  }
+  const int32_t token = state.sampler->Sample(choices);
   state.sampler->Accept(token);
+  if (state.constrained != nullptr) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
 
   const uint32_t index = request.generated();
   v1::DeliverTokenRequest deliver;
@@ -336,6 +354,26 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
     return absl::Status(s.code(), absl::StrCat("sending the token to stage 0: ", s.message()));
   }
   return absl::OkStatus();
+}
+
+void StageRuntime::BuildGrammarVocabulary() {
+  if (grammar_vocabulary_ != nullptr) return;
+  const Tokenizer& tokenizer = model_.tokenizer();
+  const Vocabulary& vocab = tokenizer.vocabulary();
+  // A constrained reply is text: control, unknown and unused tokens never
+  // appear in it (end-of-generation ones are the matcher's end tokens).
+  auto is_text = [&](int32_t id) {
+    const TokenType type = vocab.types[static_cast<size_t>(id)];
+    return type == TokenType::kNormal || type == TokenType::kUserDefined ||
+           type == TokenType::kByte;
+  };
+  grammar_vocabulary_ = MakeTokenVocabulary(
+      tokenizer.n_vocab(), [&](int32_t id) { return tokenizer.TokenToPiece(id); }, is_text);
+  auto ends = std::make_shared<std::vector<int32_t>>();
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (tokenizer.IsEndOfGeneration(id)) ends->push_back(id);
+  }
+  end_tokens_ = std::move(ends);
 }
 
 absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(

@@ -20,6 +20,7 @@
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "inference/model.h"
+#include "inference/sampling/output_constraint.h"
 #include "inference/sampling/sampler.h"
 #include "inference/session_store.h"
 #include "inference/stage_engine.h"
@@ -98,6 +99,7 @@ class StageRuntime {
   };
   struct SamplerState {
     std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<ConstrainedSampling> constrained;  // when the request has a constraint
     std::chrono::steady_clock::time_point last_used;
   };
   // What this node knows of a request id: whose it is, and whether its
@@ -115,6 +117,8 @@ class StageRuntime {
   // must be held exactly, by digest; otherwise a cache-miss error.
   absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
                                                      const Bundle& bundle);
+  // Fills grammar_vocabulary_ and end_tokens_ once (worker thread).
+  void BuildGrammarVocabulary();
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       uint32_t n_positions);
   void ReportError(const v1::StageStepRequest& request, const absl::Status& status);
@@ -143,6 +147,11 @@ class StageRuntime {
   std::map<std::string, RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
   // Only the worker thread touches samplers.
   std::map<std::string, SamplerState> samplers_;
+  // Built on the first constrained request (worker thread only): the
+  // vocabulary as grammar masks see it, and the end-of-generation ids.
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary_;
+  std::shared_ptr<const std::vector<int32_t>> end_tokens_;
+  std::vector<float> masked_;  // [vocab] scratch: the constrained logits
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};
   bool Allow(std::string_view kind) { return warnings_.Allow(kind); }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "daemon/proto_convert.h"
+#include "inference/sampling/output_constraint.h"
 
 namespace ringlm {
 namespace {
@@ -100,6 +101,10 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
     return absl::InvalidArgumentError("max_tokens must be >= 0");
   }
   RINGLM_RETURN_IF_ERROR(SamplingFromProto(step.sampling()).Validate());
+  if (step.constraint().size() > kMaxConstraintBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraint must be at most ", kMaxConstraintBytes, " bytes"));
+  }
   if (step.logprobs().top() > static_cast<uint32_t>(kMaxTopLogprobs)) {
     return absl::InvalidArgumentError(
         absl::StrCat("logprobs.top must be at most ", kMaxTopLogprobs));

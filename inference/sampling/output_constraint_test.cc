@@ -1,0 +1,120 @@
+#include "inference/sampling/output_constraint.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "inference/sampling/sampler.h"
+#include "nlohmann/json.hpp"
+
+namespace ringlm {
+namespace {
+
+// Single bytes (printable ASCII and newline), a few longer pieces, then id
+// kEnd as the end-of-generation token (no bytes).
+struct TinyVocab {
+  std::vector<std::string> pieces;
+  int32_t end = -1;
+  TinyVocab() {
+    for (int c = 0x20; c < 0x7f; ++c) pieces.push_back(std::string(1, static_cast<char>(c)));
+    pieces.push_back("\n");
+    for (const char* p : {"<tool_call>", "</tool_call>", "\"name\"", "true", "{\"", "\": "}) {
+      pieces.push_back(p);
+    }
+    end = static_cast<int32_t>(pieces.size());
+    pieces.push_back("");
+  }
+};
+
+// Samples a whole reply from random logits under `spec`; returns its text.
+std::string SampleReply(const std::string& spec, uint64_t seed) {
+  static const TinyVocab vocab;
+  absl::StatusOr<grammar::Grammar> g = CompileConstraint(spec);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return "";
+  auto tokens = MakeTokenVocabulary(
+      static_cast<int32_t>(vocab.pieces.size()), [&](int32_t id) { return vocab.pieces[id]; },
+      [&](int32_t id) { return id != vocab.end; });
+  ConstrainedSampling constrained(
+      *g, tokens, std::make_shared<std::vector<int32_t>>(std::vector<int32_t>{vocab.end}));
+  SamplingParams params;
+  params.seed = seed;
+  Sampler sampler(params);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> noise(0, 3);
+  std::string text;
+  for (int step = 0; step < 5000; ++step) {
+    std::vector<float> logits(vocab.pieces.size());
+    for (float& l : logits) l = noise(rng);
+    EXPECT_TRUE(constrained.Mask(logits).ok());
+    const int32_t token = sampler.Sample(logits);
+    EXPECT_TRUE(std::isfinite(logits[token]));
+    EXPECT_TRUE(constrained.Accept(token).ok());
+    if (token == vocab.end) return text;
+    text += vocab.pieces[token];
+  }
+  ADD_FAILURE() << "no end after 5000 tokens: " << text;
+  return text;
+}
+
+TEST(OutputConstraintTest, SchemaRepliesFromNoiseAreValidJson) {
+  const std::string spec = R"({"type":"json_schema","schema":{"type":"object",
+      "properties":{"city":{"type":"string","maxLength":8},"n":{"type":"integer"},
+      "ok":{"type":"boolean"},"unit":{"enum":["c","f"]}},
+      "required":["city","unit"],"additionalProperties":false}})";
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const std::string text = SampleReply(spec, seed);
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << text;
+    EXPECT_TRUE(j["city"].is_string()) << text;
+    EXPECT_LE(j["city"].get<std::string>().size(), 8u * 4) << text;
+    EXPECT_TRUE(j["unit"] == "c" || j["unit"] == "f") << text;
+    for (const auto& [key, value] : j.items()) {
+      EXPECT_TRUE(key == "city" || key == "n" || key == "ok" || key == "unit") << text;
+    }
+  }
+}
+
+TEST(OutputConstraintTest, AnyJsonObjectAndForcedToolCalls) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const std::string text = SampleReply(R"({"type":"json_object"})", seed);
+    EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+  }
+  const std::string spec = R"({"type":"tool_call","family":"hermes","functions":[
+      {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string",
+       "maxLength":6}},"required":["city"],"additionalProperties":false}},
+      {"name":"get_time","parameters":{"type":"object","properties":{},"additionalProperties":false}}]})";
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const std::string text = SampleReply(spec, seed);
+    ASSERT_EQ(text.rfind("<tool_call>\n", 0), 0u) << text;
+    ASSERT_GE(text.size(), 25u);
+    ASSERT_EQ(text.substr(text.size() - 13), "\n</tool_call>") << text;
+    const nlohmann::json call =
+        nlohmann::json::parse(text.substr(12, text.size() - 25), nullptr, false);
+    ASSERT_TRUE(call.is_object()) << text;
+    EXPECT_TRUE(call["name"] == "get_weather" || call["name"] == "get_time") << text;
+    EXPECT_TRUE(call["arguments"].is_object()) << text;
+  }
+  const std::string llama = SampleReply(
+      R"({"type":"tool_call","family":"llama3-json","functions":[{"name":"f","parameters":{"type":"object","properties":{},"additionalProperties":false}}]})",
+      3);
+  EXPECT_EQ(llama.rfind(R"({"name": "f", "parameters": )", 0), 0u) << llama;
+  EXPECT_TRUE(nlohmann::json::parse(llama, nullptr, false)["parameters"].is_object()) << llama;
+}
+
+TEST(OutputConstraintTest, BadSpecsAreRefusedClearly) {
+  for (const char* spec :
+       {"", "[]", R"({"type":"xml"})", R"({"type":"json_schema"})",
+        R"({"type":"json_schema","schema":{"type":"string","pattern":"a+"}})",
+        R"({"type":"tool_call","family":"cobol","functions":[{"name":"f","parameters":{}}]})",
+        R"({"type":"tool_call","family":"hermes","functions":[]})"}) {
+    absl::StatusOr<grammar::Grammar> g = CompileConstraint(spec);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << spec;
+  }
+  EXPECT_FALSE(CompileConstraint(std::string(kMaxConstraintBytes + 1, ' ')).ok());
+}
+
+}  // namespace
+}  // namespace ringlm
