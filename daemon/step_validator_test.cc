@@ -1,6 +1,7 @@
 #include "daemon/step_validator.h"
 
 #include "gtest/gtest.h"
+#include "inference/sampling/output_constraint.h"
 
 namespace ringlm {
 namespace {
@@ -86,6 +87,20 @@ TEST(StepValidatorTest, BoundsTokensPositionsAndIds) {
   r = Valid();
   r.set_origin("");
   ExpectInvalid(r, "origin");
+}
+
+TEST(StepValidatorTest, BoundsLogprobsAndTheConstraint) {
+  v1::StageStepRequest r = Valid();
+  r.mutable_logprobs()->set_enabled(true);
+  r.mutable_logprobs()->set_top(20);
+  EXPECT_TRUE(ValidateStageStep(r, Limits()).ok());
+  r.mutable_logprobs()->set_top(21);
+  ExpectInvalid(r, "logprobs.top");
+  r = Valid();
+  r.set_constraint(R"({"type":"json_object"})");
+  EXPECT_TRUE(ValidateStageStep(r, Limits()).ok());
+  r.set_constraint(std::string(kMaxConstraintBytes + 1, ' '));
+  ExpectInvalid(r, "constraint");
 }
 
 TEST(StepValidatorTest, ChecksThePlanAndTheClaim) {
