@@ -20,13 +20,17 @@ class LimitedDomSax {
 
   bool null() { return Count() && dom_.null(); }
   bool boolean(bool v) { return Count() && dom_.boolean(v); }
-  bool number_integer(Json::number_integer_t v) { return Count() && dom_.number_integer(v); }
-  bool number_unsigned(Json::number_unsigned_t v) { return Count() && dom_.number_unsigned(v); }
-  bool number_float(Json::number_float_t v, const std::string& s) {
+  bool number_integer(typename Json::number_integer_t v) {
+    return Count() && dom_.number_integer(v);
+  }
+  bool number_unsigned(typename Json::number_unsigned_t v) {
+    return Count() && dom_.number_unsigned(v);
+  }
+  bool number_float(typename Json::number_float_t v, const std::string& s) {
     return Count() && dom_.number_float(v, s);
   }
   bool string(std::string& v) { return Count() && dom_.string(v); }
-  bool binary(Json::binary_t& v) { return Count() && dom_.binary(v); }
+  bool binary(typename Json::binary_t& v) { return Count() && dom_.binary(v); }
   bool start_object(std::size_t n) { return Count() && Open() && dom_.start_object(n); }
   bool key(std::string& k) { return Count() && dom_.key(k); }
   bool end_object() {
