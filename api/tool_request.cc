@@ -81,6 +81,7 @@ absl::StatusOr<std::vector<ToolDefinition>> ParseTools(const Json& tools) {
     if (const Json* strict = JsonField(**function, "strict"); strict && !strict->is_boolean()) {
       return InvalidFieldError(param + ".function.strict", "must be a boolean");
     }
+    tool.raw = tools[i];
     out.push_back(std::move(tool));
   }
   return out;
@@ -207,12 +208,7 @@ absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const Json& calls,
 
 Json ToolsJson(const std::vector<ToolDefinition>& tools) {
   Json out = Json::array();
-  for (const ToolDefinition& t : tools) {
-    Json function = {{"name", t.name}};
-    if (!t.description.empty()) function["description"] = t.description;
-    function["parameters"] = t.parameters;
-    out.push_back({{"type", "function"}, {"function", std::move(function)}});
-  }
+  for (const ToolDefinition& t : tools) out.push_back(t.raw);
   return out;
 }
 

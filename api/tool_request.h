@@ -26,6 +26,9 @@ struct ToolDefinition {
   std::string name;  // [A-Za-z0-9_-]{1,64}
   std::string description;
   nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // a JSON schema
+  // The tool object exactly as the client sent it (fields this server does
+  // not read included), for the chat template.
+  nlohmann::ordered_json raw = nlohmann::ordered_json::object();
 };
 
 struct ToolChoice {
@@ -71,8 +74,8 @@ absl::StatusOr<ResponseFormat> ParseResponseFormat(const nlohmann::ordered_json&
 absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const nlohmann::ordered_json& calls,
                                                          const std::string& param);
 
-// The tools as OpenAI JSON again ([{"type":"function","function":{...}}]),
-// as chat templates expect them in their `tools` variable.
+// The tools as the client sent them, for the chat templates' `tools`
+// variable (transformers passes the client's dicts unchanged, too).
 nlohmann::ordered_json ToolsJson(const std::vector<ToolDefinition>& tools);
 
 }  // namespace ringlm

