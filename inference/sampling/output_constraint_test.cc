@@ -104,6 +104,23 @@ TEST(OutputConstraintTest, AnyJsonObjectAndForcedToolCalls) {
   EXPECT_TRUE(nlohmann::json::parse(llama, nullptr, false)["parameters"].is_object()) << llama;
 }
 
+TEST(OutputConstraintTest, AmbiguousSchemasStayCheapAndValid) {
+  // 60 overlapping alternatives: the matcher keeps a bounded number of parse
+  // heads (so masks stay cheap) and every reply still validates.
+  std::string alternatives;
+  for (int i = 0; i < 60; ++i) {
+    alternatives += (i ? "," : "") + std::string(R"({"type":"string","maxLength":)") +
+                    std::to_string(5 + i) + "}";
+  }
+  const std::string spec = R"({"type":"json_schema","schema":{"anyOf":[)" + alternatives + "]}}";
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const std::string text = SampleReply(spec, seed);
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_TRUE(j.is_string()) << text;
+    EXPECT_LE(j.get<std::string>().size(), 64u * 4) << text;
+  }
+}
+
 TEST(OutputConstraintTest, BadSpecsAreRefusedClearly) {
   for (const char* spec :
        {"", "[]", R"({"type":"xml"})", R"({"type":"json_schema"})",
