@@ -68,10 +68,8 @@ int ConnectLoopback(int port) {
 class ApiHardeningTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<Vocabulary> vocab =
-        testing::LoadLlama2cVocabulary(testing::SharedPath("models/tok512.bin"));
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = Tokenizer::Create(*std::move(vocab))->release();
+    tokenizer_ = testing::Tok512Tokenizer();
+    ASSERT_NE(tokenizer_, nullptr);
   }
 
   void StartServer(ApiOptions options = {}, std::string chat_template = "") {
@@ -106,7 +104,7 @@ class ApiHardeningTest : public ::testing::Test {
     return j.contains("error") ? j["error"].value("type", "") : "";
   }
 
-  static inline Tokenizer* tokenizer_ = nullptr;
+  static inline const Tokenizer* tokenizer_ = nullptr;
   std::unique_ptr<FakeBackend> backend_;
   std::unique_ptr<ApiServer> server_;
 };

@@ -13,12 +13,10 @@ namespace {
 class ChatRendererTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<Vocabulary> vocab =
-        testing::LoadLlama2cVocabulary(testing::SharedPath("models/tok512.bin"));
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = Tokenizer::Create(*std::move(vocab))->release();
+    tokenizer_ = testing::Tok512Tokenizer();
+    ASSERT_NE(tokenizer_, nullptr);
   }
-  static inline Tokenizer* tokenizer_ = nullptr;
+  static inline const Tokenizer* tokenizer_ = nullptr;
 };
 
 const std::vector<ChatMessage> kChat = {{"system", "Be kind."}, {"user", "Hi <s>"}};

@@ -31,10 +31,8 @@ using testing::FakeScript;
 class ApiServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<Vocabulary> vocab =
-        testing::LoadLlama2cVocabulary(testing::SharedPath("models/tok512.bin"));
-    ASSERT_TRUE(vocab.ok()) << vocab.status();
-    tokenizer_ = Tokenizer::Create(*std::move(vocab))->release();
+    tokenizer_ = testing::Tok512Tokenizer();
+    ASSERT_NE(tokenizer_, nullptr);
   }
 
   void StartServer(ApiOptions options = {}, uint32_t context = 512) {
@@ -89,7 +87,7 @@ class ApiServerTest : public ::testing::Test {
     EXPECT_EQ(e["param"], param) << r->body;
   }
 
-  static inline Tokenizer* tokenizer_ = nullptr;
+  static inline const Tokenizer* tokenizer_ = nullptr;
   std::unique_ptr<FakeBackend> backend_;
   std::unique_ptr<ApiServer> server_;
 };

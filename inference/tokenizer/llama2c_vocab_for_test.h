@@ -6,9 +6,11 @@
 #define RINGLM_INFERENCE_TOKENIZER_LLAMA2C_VOCAB_FOR_TEST_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -66,6 +68,25 @@ inline absl::StatusOr<Vocabulary> LoadLlama2cVocabulary(const std::string& path,
   vocab.eos_id = 2;
   vocab.unk_id = 0;
   return vocab;
+}
+
+// The bundled models/tok512.bin as a Tokenizer, loaded once per process and
+// never freed; null (with the reason on stderr) when it cannot be loaded.
+inline const Tokenizer* Tok512Tokenizer() {
+  static const Tokenizer* const tokenizer = []() -> const Tokenizer* {
+    absl::StatusOr<Vocabulary> vocab = LoadLlama2cVocabulary(SharedPath("models/tok512.bin"));
+    if (!vocab.ok()) {
+      std::fprintf(stderr, "tok512: %s\n", vocab.status().ToString().c_str());
+      return nullptr;
+    }
+    absl::StatusOr<std::unique_ptr<Tokenizer>> t = Tokenizer::Create(*std::move(vocab));
+    if (!t.ok()) {
+      std::fprintf(stderr, "tok512: %s\n", t.status().ToString().c_str());
+      return nullptr;
+    }
+    return t->release();
+  }();
+  return tokenizer;
 }
 
 }  // namespace ringlm::testing

@@ -11,16 +11,6 @@
 namespace ringlm::jinja::internal {
 namespace {
 
-absl::Status UndefinedError(const Value& v, int line) {
-  std::string hint = v.UndefinedHint();
-  if (hint.empty()) hint = "value is undefined";
-  return TemplateError(line, Cat("UndefinedError: ", hint));
-}
-
-absl::Status TypeError(int line, std::string_view message) {
-  return TemplateError(line, Cat("TypeError: ", message));
-}
-
 Value Missing(const Value& obj, std::string_view name) {
   return Value::Undefined(Cat("'", PyTypeName(obj), " object' has no attribute '", name, "'"));
 }

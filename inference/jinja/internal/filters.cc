@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
+#include "inference/jinja/internal/filter_args.h"
 #include "inference/jinja/internal/interpreter.h"
 #include "inference/jinja/internal/json_dump.h"
 #include "inference/jinja/internal/methods.h"
@@ -14,25 +15,6 @@
 
 namespace ringlm::jinja::internal {
 namespace {
-
-absl::Status FilterError(const CallArgs& args, std::string_view filter, std::string_view message) {
-  return TemplateError(args.line, Cat("filter '", filter, "': ", message));
-}
-
-bool BoolArg(const CallArgs& args, size_t index, std::string_view name, bool dflt) {
-  const Value* v = args.Get(index, name);
-  return v == nullptr ? dflt : v->Truthy();
-}
-
-absl::StatusOr<int64_t> IntArg(const CallArgs& args, size_t index, std::string_view name,
-                               int64_t dflt, std::string_view filter) {
-  const Value* v = args.Get(index, name);
-  if (v == nullptr || v->is_none()) return dflt;
-  if (!(v->is_int() || v->is_bool())) {
-    return FilterError(args, filter, Cat("'", name, "' must be an integer"));
-  }
-  return v->AsInt();
-}
 
 // Python's int(str): optional sign, digits with single underscores, spaces.
 bool ParsePyInt(std::string_view s, int64_t base, int64_t* out) {

@@ -11,6 +11,16 @@ absl::Status TemplateErrorImpl(int line, const std::string& message) {
   return absl::InvalidArgumentError(Cat("template error at line ", line, ": ", message));
 }
 
+absl::Status UndefinedError(const Value& v, int line) {
+  std::string hint = v.UndefinedHint();
+  if (hint.empty()) hint = "value is undefined";
+  return TemplateError(line, Cat("UndefinedError: ", hint));
+}
+
+absl::Status TypeError(int line, std::string_view message) {
+  return TemplateError(line, Cat("TypeError: ", message));
+}
+
 std::string_view PyTypeName(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:

@@ -41,6 +41,9 @@ template <typename S>
 absl::Status TemplateError(int line, const S& message) {
   return TemplateErrorImpl(line, std::string(message));
 }
+// jinja2's UndefinedError for `v`, and a TypeError, at `line`.
+absl::Status UndefinedError(const Value& v, int line);
+absl::Status TypeError(int line, std::string_view message);
 // Python's type name of a value ("str", "NoneType", ...).
 std::string_view PyTypeName(const Value& v);
 

@@ -8,16 +8,6 @@
 namespace ringlm::jinja::internal {
 namespace {
 
-absl::Status UndefinedError(const Value& v, int line) {
-  std::string hint = v.UndefinedHint();
-  if (hint.empty()) hint = "value is undefined";
-  return TemplateError(line, Cat("UndefinedError: ", hint));
-}
-
-absl::Status TypeError(int line, std::string_view message) {
-  return TemplateError(line, Cat("TypeError: ", message));
-}
-
 // Python floor division and modulo for int64.
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
