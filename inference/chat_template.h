@@ -48,8 +48,8 @@ struct ChatMessage {
   // templates with tool support render it, the built-in formats refuse it).
   std::string role;
   std::string content;
-  std::vector<ChatToolCall> tool_calls;  // assistant only; built-in formats refuse them
-  std::string tool_call_id;              // tool only: the call this answers
+  std::vector<ChatToolCall> tool_calls = {};  // assistant only; built-in formats refuse them
+  std::string tool_call_id = {};              // tool only: the call this answers
 };
 
 // Picks the format of a Jinja chat template by its distinctive markers, checked

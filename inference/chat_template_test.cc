@@ -123,7 +123,9 @@ TEST(ChatTemplateTest, SegmentsSeparateMarkersFromContent) {
     EXPECT_EQ(JoinSegments(*segments), *RenderChat(f, m, true)) << FormatName(f);
     for (size_t i = 0; i < segments->size(); ++i) {
       EXPECT_FALSE((*segments)[i].text.empty()) << FormatName(f);
-      if (i > 0) EXPECT_NE((*segments)[i].is_control, (*segments)[i - 1].is_control);
+      if (i > 0) {
+        EXPECT_NE((*segments)[i].is_control, (*segments)[i - 1].is_control);
+      }
     }
     // The user's text is one content segment, untouched.
     EXPECT_NE(std::find(segments->begin(), segments->end(), PromptSegment{m[1].content, false}),

@@ -326,7 +326,9 @@ TEST(ApiClusterTest, LogprobsAreTheLogSoftmaxOfTheModelsLogits) {
     ASSERT_EQ(top.size(), 5u);
     for (size_t k = 0; k < 5; ++k) {
       EXPECT_NEAR(top[k]["logprob"].get<double>(), expected[k], 1e-5);
-      if (k > 0) EXPECT_GE(top[k - 1]["logprob"], top[k]["logprob"]);
+      if (k > 0) {
+        EXPECT_GE(top[k - 1]["logprob"], top[k]["logprob"]);
+      }
     }
     // Greedy: the chosen token is the best one.
     EXPECT_EQ(top[0]["token"], content[i]["token"]);

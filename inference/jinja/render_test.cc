@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "inference/jinja/internal/str_cat.h"
 #include "inference/jinja/template.h"
 #include "inference/jinja/test_util.h"
 
@@ -124,7 +125,7 @@ TEST(JinjaRenderTest, OneTemplateRendersFromManyThreads) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-      for (int i = 0; i <= t; ++i) messages.push_back("m" + std::to_string(t));
+      for (int i = 0; i <= t; ++i) messages.push_back(internal::Cat("m", t));
       absl::StatusOr<Value> ctx = MakeContext(nullptr, {{"messages", messages}});
       for (int rep = 0; rep < 200; ++rep) {
         absl::StatusOr<std::vector<Segment>> out = tmpl->Render(*ctx);

@@ -312,7 +312,7 @@ Text Value::Repr() const {
       return out;
     }
     case Kind::kObject:
-      return Text("<" + std::string(AsObject()->TypeName()) + " object>", true);
+      return Text(Cat("<", AsObject()->TypeName(), " object>"), true);
   }
   return Text();
 }
