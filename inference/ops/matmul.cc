@@ -18,6 +18,7 @@
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul_internal.h"
+#include "inference/ops/qgemm_internal.h"
 #include "inference/ops/quant.h"
 
 namespace ringlm {
@@ -345,6 +346,15 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   if (FastPrefillEnabled() && MatMulUsesGemm(rows, cols, n_tokens) && GetBlas().sgemm != nullptr) {
     MatMulGemm(type, w, rows, cols, x, n_tokens, y, pool);
     return;
+  }
+  // Q8_0/Q4_0: the batch-invariant integer GEMM, for every batch size (its
+  // results equal the per-dot kernels' below bit for bit; qgemm_internal.h).
+  if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
+    const QGemmTarget target = ActiveQGemmTarget();
+    if (target != QGemmTarget::kNone) {
+      QGemm(target, type, w, rows, cols, x, n_tokens, y, pool);
+      return;
+    }
   }
 
   // Scratch for converted activations, reused across calls on this thread.

@@ -1,0 +1,90 @@
+// Batch-invariant quantized GEMM for Q8_0 and Q4_0 weights (internal to
+// inference/ops; MatMul calls it). Not for use outside inference/ops.
+//
+// Numerics: exactly those of matmul.h for Q8_0/Q4_0, i.e. of DotQ8_0 /
+// DotQ4_0 in matmul.cc. Activations are quantized once per token row by
+// QuantizeRowQ8_0Activations. For one output (weight row r, token t), block b
+// gives 8 exact int32 lane sums (lane l = products 4l..4l+3 of the block),
+// which are FMA-accumulated as acc[l] = fma(d_w * d_x, float(sum_l), acc[l])
+// over b = 0, 1, ... in order; the 8 lanes are reduced by halving at the end.
+// That order depends on K alone: not on the number of tokens, the position of
+// the output in a tile, or the thread count (there is no split-K). So every
+// output equals DotRowReference bit for bit, however it is batched.
+//
+// Micro-kernels (qgemm_x86.cc) compute R weight rows x 2P tokens. Integer
+// lane sums come from `vpdpbusd` (AVX512-VNNI) or `vpmaddubsw` + `vpmaddwd`
+// (AVX2); both are exact for our operand ranges (see qgemm_x86.cc).
+//
+// Packed activations: token pairs; pair p is `nb` records of 128 bytes,
+// record b = [qs of token 2p (32 bytes) | qs of token 2p+1 (32) |
+// d of token 2p as f32 x 8 | d of token 2p+1 as f32 x 8]. The qs are the
+// Q8_0 activations, stored as qs + 128 (unsigned) where the kernel wants
+// unsigned activations (QGemmKernels::x_offset128). A missing last token of
+// an odd count is padded with zeros (its outputs are not stored).
+#ifndef RINGLM_INFERENCE_OPS_QGEMM_INTERNAL_H_
+#define RINGLM_INFERENCE_OPS_QGEMM_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "inference/ops/thread_pool.h"
+#include "inference/tensor_type.h"
+
+namespace ringlm {
+
+// Bytes of one packed record (one block of a token pair).
+inline constexpr size_t kQGemmRecordBytes = 128;
+
+// Which micro-kernel family QGemm runs.
+enum class QGemmTarget {
+  kNone,        // no kernel here: MatMul keeps its per-dot kernels
+  kAvx2,        // x86 AVX2 + FMA + F16C
+  kAvx512Vnni,  // x86 AVX-512 F/BW/VL + VNNI
+};
+
+const char* QGemmTargetName(QGemmTarget target);
+
+// out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
+// w: R rows of row_bytes (Q8_0 or Q4_0 blocks); x: P packed pairs,
+// pair_stride bytes apart (64-byte aligned); nb: blocks per row.
+using QGemmKernel = void (*)(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                             size_t pair_stride, int64_t nb, float* out, int out_stride);
+
+// A target's micro-kernels: kernel[q4][r - 1][p - 1] for r <= rows, p <= pairs.
+// Optionally one_token[q4][rp - 1]: 2 * rp rows x token 0 of one packed
+// pair (out[i * out_stride], i < 2 * rp), for single-token calls (decode).
+inline constexpr int kQGemmMaxRows = 4;
+inline constexpr int kQGemmMaxPairs = 4;
+inline constexpr int kQGemmMaxRowPairs = 4;
+struct QGemmKernels {
+  int rows = 0;              // R of the full tile
+  int pairs = 0;             // P of the full tile (2P tokens)
+  bool x_offset128 = false;  // Q8_0 activations stored as qs + 128
+  QGemmKernel kernel[2][kQGemmMaxRows][kQGemmMaxPairs] = {};
+  QGemmKernel one_token[2][kQGemmMaxRowPairs] = {};  // null: use kernel[][][0]
+};
+
+// The kernels of `target` (nullptr for kNone or when not compiled, e.g. on
+// ARM). Whether the CPU can run them is CpuSupports's business.
+const QGemmKernels* GetQGemmKernels(QGemmTarget target);
+bool CpuSupports(QGemmTarget target);
+
+// The target MatMul uses now: the best one this CPU supports, capped by
+// Highway's supported targets (so hwy::SetSupportedTargetsForTest forces it
+// too: AVX3 or better -> VNNI if the CPU has it, AVX2 -> AVX2, else kNone).
+QGemmTarget ActiveQGemmTarget();
+
+// Every target the CPU can run, kNone included (for tests).
+// Returns the count written to `out` (at most 3).
+int AvailableQGemmTargets(QGemmTarget out[3]);
+
+// y[t * rows + r] = dot(W row r, x row t) with the numerics above, using
+// `target`'s kernels. Preconditions: type is kQ8_0 or kQ4_0; cols % 32 == 0;
+// rows, n_tokens > 0; GetQGemmKernels(target) != nullptr and CpuSupports(target).
+// Splits row groups over `pool` (nullptr: the caller). Hot.
+void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int64_t cols,
+           const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_OPS_QGEMM_INTERNAL_H_

@@ -1,0 +1,337 @@
+// x86 micro-kernels of the quantized GEMM (see qgemm_internal.h), written
+// with intrinsics under per-function target attributes: Highway 1.0.3 has no
+// 8-bit dot-product op (no vpdpbusd), so these are dispatched at run time by
+// qgemm.cc (CpuSupports) rather than by HWY_DYNAMIC_DISPATCH. The scalar
+// reference is DotQ8_0 / DotQ4_0 in matmul.cc; the tests compare bit for bit.
+//
+// Exactness of the integer lane sums (4 products each):
+//   - VNNI Q8_0: vpdpbusd(u = x + 128, s = w) = sum x*w + 128 * sum w; the
+//     second term is computed with the same instruction and subtracted first
+//     (the accumulator starts at -128 * sum w). No saturation: vpdpbusd adds
+//     in 32 bits. Valid for any int8 w and x.
+//   - VNNI Q4_0: vpdpbusd(u = nibble, s = x) - 8 * sum x.
+//   - AVX2 Q8_0: vpmaddubsw(|w|, sign(x, w)) then vpmaddwd with ones. A pair
+//     is at most 2 * 128 * 127 < 32767, so it never saturates; needs x in
+//     [-127, 127], which QuantizeRowQ8_0Activations guarantees.
+//   - AVX2 Q4_0: vpmaddubsw(nibble, x) (pairs <= 2 * 15 * 128) - 8 * sum x.
+// The float part is the reference's: scale = d_w * d_x rounded to f32, then
+// one fused multiply-add per lane and block.
+// Hot: this is the inner loop of every Q8_0/Q4_0 MatMul.
+#include "inference/ops/qgemm_internal.h"
+
+#if defined(__x86_64__)
+
+// GCC 12 reports its own _mm512_undefined_*() (used inside broadcast and
+// convert intrinsics) as maybe-uninitialized: a false positive.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "inference/ops/matmul_internal.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+#define RINGLM_VNNI_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
+#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+// ---------------------------------------------------------------------------
+// AVX512-VNNI: one zmm holds the 8 lanes of (row r, token 2p) in its low half
+// and of (row r, token 2p + 1) in its high half.
+
+template <int R, int P, bool kQ4>
+RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                   size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  __m512 acc[R][P];
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  }
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i xv[P];
+    __m512i xcorr[P];  // Q4_0: -8 * sum of 4 activations, per lane
+    const uint8_t* xb[P];
+    for (int p = 0; p < P; ++p) {
+      xb[p] = x + p * pair_stride + b * kQGemmRecordBytes;
+      xv[p] = _mm512_load_si512(xb[p]);
+      if constexpr (kQ4) xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv[p]));
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wr = w + r * row_bytes;
+      __m512i wv;
+      __m512i wcorr;  // Q8_0: -128 * sum of 4 weights, per lane
+      uint16_t d16;
+      if constexpr (kQ4) {
+        const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(wr) + b;
+        std::memcpy(&d16, &blk->d, sizeof(d16));
+        // 128-bit lanes 0 and 2: low nibbles (positions 0..15); lanes 1 and
+        // 3: high nibbles (positions 16..31).
+        const __m512i v =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+        wv = _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+      } else {
+        const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
+        std::memcpy(&d16, &blk->d, sizeof(d16));
+        wv = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)));
+        wcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wv));
+      }
+      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(d16));
+      for (int p = 0; p < P; ++p) {
+        __m512i sum;
+        if constexpr (kQ4) {
+          sum = _mm512_dpbusd_epi32(xcorr[p], wv, xv[p]);
+        } else {
+          sum = _mm512_dpbusd_epi32(wcorr, xv[p], wv);
+        }
+        const __m512 scale =
+            _mm512_mul_ps(dw, _mm512_load_ps(reinterpret_cast<const float*>(xb[p] + 64)));
+        acc[r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sum), acc[r][p]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[r][p]);
+      out[r * out_stride + 2 * p] = ReduceLanes<8>(lanes);
+      out[r * out_stride + 2 * p + 1] = ReduceLanes<8>(lanes + 8);
+    }
+  }
+}
+
+// AVX512-VNNI, one token (decode): one zmm holds the 8 lanes of (row 2j,
+// token 0) in its low half and of (row 2j + 1, token 0) in its high half, so
+// no lane is wasted on a padding token. Same numerics as KernelVnni.
+template <int RP, bool kQ4>
+RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                           size_t /*pair_stride*/, int64_t nb, float* out,
+                                           int out_stride) {
+  __m512 acc[RP];
+  for (int j = 0; j < RP; ++j) acc[j] = _mm512_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  // Picks f32 lane 0 into the low half and lane 1 into the high half.
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  constexpr size_t kBlockBytes = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* xb = x + b * kQGemmRecordBytes;
+    const __m512i xv =
+        _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(xb)));
+    const __m512 dx = _mm512_set1_ps(*reinterpret_cast<const float*>(xb + 64));
+    __m512i xcorr;
+    if constexpr (kQ4) xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
+    for (int j = 0; j < RP; ++j) {
+      const uint8_t* blk0 = w + (2 * j) * row_bytes + b * kBlockBytes;
+      const uint8_t* blk1 = blk0 + row_bytes;
+      uint16_t d0, d1;
+      std::memcpy(&d0, blk0, sizeof(d0));
+      std::memcpy(&d1, blk1, sizeof(d1));
+      const __m128i dh = _mm_cvtsi32_si128(static_cast<int>(d0 | (uint32_t{d1} << 16)));
+      const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
+      __m512i sum;
+      if constexpr (kQ4) {
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2));
+        const __m512i v =
+            _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
+        const __m512i wv =
+            _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+        sum = _mm512_dpbusd_epi32(xcorr, wv, xv);
+      } else {
+        const __m512i wv = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk0 + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk1 + 2)), 1);
+        const __m512i wcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wv));
+        sum = _mm512_dpbusd_epi32(wcorr, xv, wv);
+      }
+      const __m512 scale = _mm512_mul_ps(dw, dx);
+      acc[j] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sum), acc[j]);
+    }
+  }
+  for (int j = 0; j < RP; ++j) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[j]);
+    out[(2 * j) * out_stride] = ReduceLanes<8>(lanes);
+    out[(2 * j + 1) * out_stride] = ReduceLanes<8>(lanes + 8);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// AVX2: one ymm holds the 8 lanes of one (row, token).
+
+// T tokens (2P for the tile table, 1 for decode).
+template <int R, int T, bool kQ4>
+RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                   size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i k8 = _mm256_set1_epi8(8);
+  const __m128i k0f = _mm_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i xv[T];
+    __m256i xsum8[T];  // Q4_0: 8 * sum of 4 activations, per lane
+    const uint8_t* xb[T];
+    for (int t = 0; t < T; ++t) {
+      xb[t] = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);  // qs
+      xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb[t]));
+      if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wr = w + r * row_bytes;
+      __m256i wv;
+      __m256i wabs;
+      uint16_t d16;
+      if constexpr (kQ4) {
+        const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(wr) + b;
+        std::memcpy(&d16, &blk->d, sizeof(d16));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
+        wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), k0f), _mm_and_si128(q, k0f));
+      } else {
+        const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
+        std::memcpy(&d16, &blk->d, sizeof(d16));
+        wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+        wabs = _mm256_abs_epi8(wv);  // |-128| = 128 read as unsigned
+      }
+      const __m256 dw = _mm256_set1_ps(_cvtsh_ss(d16));
+      for (int t = 0; t < T; ++t) {
+        __m256i sum;
+        if constexpr (kQ4) {
+          sum =
+              _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv, xv[t]), ones), xsum8[t]);
+        } else {
+          const __m256i sx = _mm256_sign_epi8(xv[t], wv);
+          sum = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, sx), ones);
+        }
+        const __m256 scale =
+            _mm256_mul_ps(dw, _mm256_load_ps(reinterpret_cast<const float*>(xb[t] + 64)));
+        acc[r][t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc[r][t]);
+      out[r * out_stride + t] = ReduceLanes<8>(lanes);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kernel tables: every R <= rows, P <= pairs, for the tails.
+
+template <template <int, int, bool> class Make, int R, int P>
+constexpr void Fill(QGemmKernels& k) {
+  k.kernel[0][R - 1][P - 1] = Make<R, P, false>::kFn;
+  k.kernel[1][R - 1][P - 1] = Make<R, P, true>::kFn;
+  if constexpr (P > 1) {
+    Fill<Make, R, P - 1>(k);
+  } else if constexpr (R > 1) {
+    Fill<Make, R - 1, kQGemmMaxPairs>(k);
+  }
+}
+
+template <int R, int P, bool kQ4>
+struct MakeVnni {
+  static constexpr QGemmKernel kFn = &KernelVnni<R, P, kQ4>;
+};
+template <int R, int P, bool kQ4>
+struct MakeAvx2 {
+  static constexpr QGemmKernel kFn = &KernelAvx2<R, 2 * P, kQ4>;
+};
+
+// Tile sizes. VNNI: 4 rows x 8 tokens = 16 zmm accumulators (of 32), and 8
+// rows x 1 token for decode. AVX2: 2 rows x 4 tokens = 8 ymm accumulators
+// (of 16), and 8 rows x 1 token.
+template <int RP>
+constexpr void FillOneToken(QGemmKernels& k) {
+  k.one_token[0][RP - 1] = &KernelVnniOneToken<RP, false>;
+  k.one_token[1][RP - 1] = &KernelVnniOneToken<RP, true>;
+  if constexpr (RP > 1) FillOneToken<RP - 1>(k);
+}
+
+QGemmKernels MakeVnniTable() {
+  QGemmKernels k;
+  k.rows = 4;
+  k.pairs = 4;
+  k.x_offset128 = true;
+  Fill<MakeVnni, kQGemmMaxRows, kQGemmMaxPairs>(k);
+  FillOneToken<kQGemmMaxRowPairs>(k);
+  return k;
+}
+template <int RP>
+constexpr void FillOneTokenAvx2(QGemmKernels& k) {
+  k.one_token[0][RP - 1] = &KernelAvx2<2 * RP, 1, false>;
+  k.one_token[1][RP - 1] = &KernelAvx2<2 * RP, 1, true>;
+  if constexpr (RP > 1) FillOneTokenAvx2<RP - 1>(k);
+}
+
+QGemmKernels MakeAvx2Table() {
+  QGemmKernels k;
+  k.rows = 2;
+  k.pairs = 2;
+  k.x_offset128 = false;
+  Fill<MakeAvx2, kQGemmMaxRows, kQGemmMaxPairs>(k);
+  FillOneTokenAvx2<kQGemmMaxRowPairs>(k);
+  return k;
+}
+
+}  // namespace
+
+const QGemmKernels* GetQGemmKernels(QGemmTarget target) {
+  static const QGemmKernels vnni = MakeVnniTable();
+  static const QGemmKernels avx2 = MakeAvx2Table();
+  switch (target) {
+    case QGemmTarget::kAvx512Vnni:
+      return &vnni;
+    case QGemmTarget::kAvx2:
+      return &avx2;
+    default:
+      return nullptr;
+  }
+}
+
+// CPUID.1:ECX bit 29. Read directly: clang 14's __builtin_cpu_supports does
+// not know "f16c".
+static bool HasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+
+bool CpuSupports(QGemmTarget target) {
+  switch (target) {
+    case QGemmTarget::kAvx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && HasF16c();
+    case QGemmTarget::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
+    default:
+      return true;
+  }
+}
+
+}  // namespace ringlm
+
+#else  // !__x86_64__: no kernels here yet (NEON sdot is still to do).
+
+namespace ringlm {
+const QGemmKernels* GetQGemmKernels(QGemmTarget) { return nullptr; }
+bool CpuSupports(QGemmTarget target) { return target == QGemmTarget::kNone; }
+}  // namespace ringlm
+
+#endif  // __x86_64__
