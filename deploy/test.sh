@@ -35,9 +35,11 @@ if [ "${RINGLM_SKIP_ASAN:-0}" != "1" ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRINGLM_SANITIZE=ON >/dev/null
   ninja -C build-asan -j"$jobs"
   echo "== ASan+UBSan unit tests"
-  # Multi-process tests (label "cluster") run in the Release pass only.
+  # Multi-process tests (label "cluster") and the script tests that compare
+  # with Python and Node.js references (label "script": their C++ is unit
+  # tested here) run in the Release pass only.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest -j"$jobs" --output-on-failure -LE cluster)
+    ctest -j"$jobs" --output-on-failure -LE "cluster|script")
 fi
 
 echo "== clang -Wthread-safety (the ABSL_GUARDED_BY annotations, checked)"
