@@ -829,6 +829,35 @@ TEST_F(ApiServerTest, ToolCallsComeBackAsOpenAiToolCallsWholeAndStreamed) {
   EXPECT_EQ(Json::parse(r->body)["choices"][0]["finish_reason"], "stop") << r->body;
 }
 
+TEST_F(ApiServerTest, ResponseFormatsBecomeConstraintsOrA400) {
+  StartServer();
+  Script("{}");
+  ASSERT_TRUE(Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"Hi"}],)"
+                   R"("response_format":{"type":"json_schema","json_schema":{"name":"p",)"
+                   R"("schema":{"type":"object","properties":{"b":{"type":"integer"},)"
+                   R"("a":{"type":"string"}}}}}})"));
+  ASSERT_TRUE(Post("/v1/responses", R"({"input":"Hi","text":{"format":{"type":"json_object"}}})"));
+  ASSERT_TRUE(Post("/v1/chat/completions", kHello));
+  const std::vector<GenerationRequest> submitted = backend_->submitted();
+  ASSERT_EQ(submitted.size(), 3u);
+  // The schema keeps the client's property order ("b" before "a").
+  EXPECT_EQ(submitted[0].constraint,
+            R"({"type":"json_schema","schema":{"type":"object","properties":{"b":{"type":)"
+            R"("integer"},"a":{"type":"string"}}}})");
+  EXPECT_EQ(submitted[1].constraint, R"({"type":"json_object"})");
+  EXPECT_EQ(submitted[2].constraint, "");
+  // What the grammar cannot enforce is a 400 naming where it is.
+  ExpectError(Post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"Hi"}],"response_format":)"
+                   R"({"type":"json_schema","json_schema":{"name":"p","schema":)"
+                   R"({"type":"string","pattern":"a+"}}}})"),
+              400, "invalid_request_error", nullptr, "response_format.json_schema.schema");
+  ExpectError(Post("/v1/responses", R"({"input":"Hi","text":{"format":{"type":"json_schema",)"
+                                    R"("name":"p","schema":{"type":"string","format":"email"}}}})"),
+              400, "invalid_request_error", nullptr, "text.format.schema");
+}
+
 TEST_F(ApiServerTest, ToolsNeedATemplateThatTakesThem) {
   StartServer();  // no template: the built-in plain format
   ExpectError(
