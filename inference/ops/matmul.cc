@@ -236,15 +236,6 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
 
 namespace {
 
-template <typename Fn>
-void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
-  if (pool == nullptr) {
-    if (n > 0) fn(0, n);
-  } else {
-    pool->ParallelFor(n, fn);
-  }
-}
-
 // Weight rows dequantized per sgemm call on the GEMM path (overridable with
 // RINGLM_GEMM_TILE_ROWS for tuning).
 int64_t GemmTileRows() {

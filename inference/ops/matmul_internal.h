@@ -9,6 +9,7 @@
 
 #include "inference/ops/matmul.h"
 #include "inference/ops/quant.h"
+#include "inference/ops/thread_pool.h"
 #include "inference/tensor_type.h"
 
 namespace ringlm {
@@ -47,6 +48,17 @@ inline float ReduceLanes(float* v) {
     for (int i = 0; i < width; ++i) v[i] = v[i] + v[i + width];
   }
   return v[0];
+}
+
+// fn(begin, end) over [0, n): split across `pool`, or one call on this thread
+// when there is no pool.
+template <typename Fn>
+void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
+  if (pool == nullptr) {
+    if (n > 0) fn(0, n);
+  } else {
+    pool->ParallelFor(n, fn);
+  }
 }
 
 }  // namespace ringlm

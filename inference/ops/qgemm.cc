@@ -9,6 +9,7 @@
 
 #include "hwy/targets.h"
 #include "inference/ops/fp16.h"
+#include "inference/ops/matmul_internal.h"
 #include "inference/ops/qgemm_internal.h"
 #include "inference/ops/quant.h"
 
@@ -50,15 +51,6 @@ void PackTokens(const float* x, int64_t cols, int64_t n_tokens, int64_t t0, int6
       }
       std::fill(d, d + 8, Fp16ToFp32(row[b].d));
     }
-  }
-}
-
-template <typename Fn>
-void RunParallel(ThreadPool* pool, int64_t n, const Fn& fn) {
-  if (pool == nullptr) {
-    if (n > 0) fn(0, n);
-  } else {
-    pool->ParallelFor(n, fn);
   }
 }
 
