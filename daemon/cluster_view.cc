@@ -99,9 +99,11 @@ std::string ClusterView::applied_partition() const {
 }
 
 void ClusterView::ReportUnreachable(const std::string& node_id) {
+  std::optional<PeerInfo> peer = discovery_->peers().Find(node_id);
   if (discovery_->peers().Remove(node_id)) {
     spdlog::warn("peer {} is unreachable; removed from the peer table", node_id);
   }
+  if (peer.has_value()) client_->CancelCallsTo(peer->address);
 }
 
 void ClusterView::PollHealth() {
@@ -148,6 +150,7 @@ void ClusterView::PollHealth() {
                      s.ToString());
       }
       table.Remove(peer.node_id);
+      client_->CancelCallsTo(peer.address);
       continue;
     }
     if (!peer.verified && table.MarkVerified(peer.node_id, spki, peer.address)) {

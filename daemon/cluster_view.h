@@ -48,7 +48,8 @@ struct ClusterSnapshot {
 };
 
 // Polls peers' health, feeds static peers into the discovery peer table,
-// removes peers whose health call fails, and recomputes the partition when
+// removes peers whose health call fails (ending the ring calls in flight to
+// them), and recomputes the partition when
 // the peer set has held still for the debounce time. Every node with the
 // same peer set computes the same partition (a pure function of it).
 //
@@ -75,7 +76,8 @@ class ClusterView {
   std::optional<std::string> AddressOf(const std::string& node_id) const;
   // True for this node and for peers whose identity was proven.
   bool IsMember(const std::string& node_id) const;
-  // A call to `node_id` failed: forget it until it announces again.
+  // A call to `node_id` failed: forget it until it announces again, and end
+  // the calls still in flight to it.
   void ReportUnreachable(const std::string& node_id);
   // True when this node has a plan and every other node in it answered its
   // latest authenticated health call, within the last few health intervals,

@@ -4,7 +4,9 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -178,19 +180,26 @@ absl::Status Node::Start() {
   stage_ = std::make_unique<StageRuntime>(
       *model_, pool_.get(), this, node_id_,
       [this](const std::string& id) { return cluster_->IsMember(id); }, stage_options);
-  origin_ = std::make_unique<OriginRegistry>(
-      o.origin, this, node_id_, config.n_embd,
-      [this](const v1::PlanStage& stage) {
-        RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(stage.node_id()));
-        v1::HealthReply reply;
-        std::string spki;
-        RINGLM_RETURN_IF_ERROR(client_->Health(address, &reply, &spki));
-        if (reply.node_id() != stage.node_id() || !IsPinnedMember(stage.node_id(), spki)) {
-          return absl::UnavailableError(absl::StrCat("answered as another node"));
-        }
-        return absl::OkStatus();
-      },
-      [this](const std::string& node_id) { cluster_->ReportUnreachable(node_id); }, metrics_.get());
+  OriginClusterHooks hooks;
+  hooks.health = [this](const v1::PlanStage& stage) {
+    RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(stage.node_id()));
+    v1::HealthReply reply;
+    std::string spki;
+    RINGLM_RETURN_IF_ERROR(client_->Health(address, &reply, &spki));
+    if (reply.node_id() != stage.node_id() || !IsPinnedMember(stage.node_id(), spki)) {
+      return absl::UnavailableError(absl::StrCat("answered as another node"));
+    }
+    return absl::OkStatus();
+  };
+  hooks.on_unreachable = [this](const std::string& node_id) {
+    cluster_->ReportUnreachable(node_id);
+  };
+  hooks.await_plan = [this](const std::vector<std::string>& avoid,
+                            std::chrono::steady_clock::time_point deadline) {
+    return AwaitPlan(avoid, deadline);
+  };
+  origin_ = std::make_unique<OriginRegistry>(o.origin, this, node_id_, config.n_embd,
+                                             std::move(hooks), metrics_.get());
   if (model_cache_ != nullptr) {
     LayerFetcherOptions f;
     f.fingerprint = model_->fingerprint();
@@ -317,6 +326,31 @@ absl::Status Node::WaitUntilServing(std::chrono::milliseconds patience) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Plan> Node::AwaitPlan(const std::vector<std::string>& avoid,
+                                         std::chrono::steady_clock::time_point deadline) const {
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    if (stopped_) return absl::UnavailableError("the node is shutting down");
+    std::shared_ptr<const ClusterSnapshot> snap = cluster_->current();
+    const bool clear = std::none_of(
+        snap->partition.stages.begin(), snap->partition.stages.end(), [&](const Stage& s) {
+          return std::find(avoid.begin(), avoid.end(), s.node_id) != avoid.end();
+        });
+    // Without the failed nodes, the rest cannot hold the model: no wait
+    // helps (until a node joins), and the message gives the shortfall.
+    if (clear && snap->status.code() == absl::StatusCode::kResourceExhausted) return snap->status;
+    if (clear && cluster_->Converged() && cluster_->current() == snap) return snap->plan;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "the nodes did not agree on a new partition within ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count(), " ms",
+          snap->status.ok() ? "" : absl::StrCat(" (", snap->status.message(), ")")));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 namespace {

@@ -154,6 +154,10 @@ class Node : public Transport {
   // Tensors of `range` the partial copy does not hold yet.
   std::vector<size_t> MissingTensors(LayerRange range) const;
   absl::Status RegisterGauges();
+  // For recovering requests: the next plan every node agrees on that names
+  // none of `avoid` (OriginClusterHooks::await_plan).
+  absl::StatusOr<v1::Plan> AwaitPlan(const std::vector<std::string>& avoid,
+                                     std::chrono::steady_clock::time_point deadline) const;
   // Where to call member `node_id`; FailedPrecondition for a non-member.
   absl::StatusOr<std::string> Resolve(const std::string& node_id) const;
 

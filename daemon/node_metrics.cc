@@ -29,6 +29,22 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
                    "Claimed prefixes a stage could not honour (the prompt was recomputed)."));
   RINGLM_ASSIGN_OR_RETURN(m->cached_tokens, r.AddCounter("ringlm_prefix_cache_tokens_total",
                                                          "Prompt tokens taken from the cache."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->recoveries,
+      r.AddCounter("ringlm_request_recoveries_total",
+                   "Times a request this node started moved to a new plan after a stage failed."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->recovery_seconds,
+      r.AddHistogram("ringlm_recovery_seconds",
+                     "From a stage failure found to the recovered request's next token.",
+                     ExponentialBuckets(0.01, 2, 14)));
+  constexpr char kReplay[] = "ringlm_replay_tokens_total";
+  constexpr char kReplayHelp[] =
+      "Positions recovered requests replayed, by where their KV came from.";
+  RINGLM_ASSIGN_OR_RETURN(m->replay_reused_tokens,
+                          r.AddCounter(kReplay, kReplayHelp, {{"kv", "reused"}}));
+  RINGLM_ASSIGN_OR_RETURN(m->replay_recomputed_tokens,
+                          r.AddCounter(kReplay, kReplayHelp, {{"kv", "recomputed"}}));
   RINGLM_ASSIGN_OR_RETURN(m->ttft_seconds, r.AddHistogram("ringlm_time_to_first_token_seconds",
                                                           "Time to the first token.",
                                                           ExponentialBuckets(0.005, 2, 14)));

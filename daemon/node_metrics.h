@@ -29,6 +29,13 @@ struct NodeMetrics {
   Counter* cache_hits = nullptr;
   Counter* cache_misses = nullptr;
   Counter* cached_tokens = nullptr;
+  // Recovery (docs/recovery.md): requests moved to a new plan after a stage
+  // failed, the pause each one cost (failure found to the next token), and
+  // the replayed positions, by whether a stage's KV still held them.
+  Counter* recoveries = nullptr;
+  Histogram* recovery_seconds = nullptr;
+  Counter* replay_reused_tokens = nullptr;
+  Counter* replay_recomputed_tokens = nullptr;
   Histogram* ttft_seconds = nullptr;
   Histogram* time_per_token_seconds = nullptr;
   // This node's forward pass over its layers, per step.

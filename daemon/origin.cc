@@ -12,21 +12,36 @@
 namespace ringlm {
 namespace {
 constexpr auto kWatchdogTick = std::chrono::milliseconds(200);
+
+// False for what says the request itself is bad: replaying it on another
+// plan would fail the same way.
+bool IsRecoverable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return false;
+    default:
+      return true;
+  }
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
 OriginRegistry::OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
-                               uint32_t n_embd,
-                               std::function<absl::Status(const v1::PlanStage&)> health,
-                               std::function<void(const std::string&)> on_unreachable,
-                               NodeMetrics* metrics)
+                               uint32_t n_embd, OriginClusterHooks cluster, NodeMetrics* metrics)
     : options_(options),
       transport_(transport),
       self_id_(std::move(self_id)),
       n_embd_(n_embd),
-      health_(std::move(health)),
-      on_unreachable_(std::move(on_unreachable)),
+      cluster_(std::move(cluster)),
       metrics_(metrics),
       sender_("origin-sender"),
+      recovery_("origin-recovery"),
       cleanup_("origin-cleanup"),
       watchdog_([this] { WatchdogLoop(); }) {}
 
@@ -40,6 +55,7 @@ void OriginRegistry::Stop() {
   }
   if (watchdog_.joinable()) watchdog_.join();
   sender_.Stop();
+  recovery_.Stop();
   std::vector<std::string> ids;
   {
     absl::MutexLock lock(&mu_);
@@ -81,12 +97,17 @@ std::string OriginRegistry::StageRequestId(const std::string& request_id, uint32
 void OriginRegistry::SendPrompt(const std::string& request_id) {
   OriginRequest r;
   uint32_t attempt = 0;
+  std::vector<int32_t> sequence;  // prompt + reply so far
+  uint32_t generated = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(request_id);
     if (it == active_.end()) return;
     r = it->second.request;
     attempt = it->second.attempt;
+    sequence = r.prompt;
+    sequence.insert(sequence.end(), it->second.reply.begin(), it->second.reply.end());
+    generated = static_cast<uint32_t>(it->second.reply.size());
   }
   if (r.limits.max_tokens() == 0) {
     OriginEvent done;
@@ -97,14 +118,14 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{n_embd_} * 4);
   const size_t chunk =
       std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, options_.max_chunk_tokens));
-  for (size_t start = r.reuse_len; start < r.prompt.size(); start += chunk) {
-    const size_t end = std::min(r.prompt.size(), start + chunk);
+  for (size_t start = r.reuse_len; start < sequence.size(); start += chunk) {
+    const size_t end = std::min(sequence.size(), start + chunk);
     v1::StageStepRequest step;
     step.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
     step.set_request_id(StageRequestId(r.request_id, attempt));
     if (start == r.reuse_len && r.reuse_len > 0) {
       step.set_reuse_len(r.reuse_len);
-      step.set_reuse_digest(TokenDigest(std::span<const int32_t>(r.prompt.data(), r.reuse_len)));
+      step.set_reuse_digest(TokenDigest(std::span<const int32_t>(sequence.data(), r.reuse_len)));
       step.set_fork_from(r.fork_from);
     }
     step.set_session_id(r.session_id);
@@ -112,16 +133,18 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     step.set_stage_index(0);
     step.set_origin(self_id_);
     step.set_position(static_cast<uint32_t>(start));
-    step.mutable_tokens()->Add(r.prompt.begin() + start, r.prompt.begin() + end);
+    step.mutable_tokens()->Add(sequence.begin() + start, sequence.begin() + end);
     *step.mutable_sampling() = r.sampling;
     *step.mutable_limits() = r.limits;
     *step.mutable_logprobs() = r.logprobs;
     step.set_constraint(r.constraint);
-    step.set_sample(end == r.prompt.size());
+    step.set_sample(end == sequence.size());
+    step.set_generated(generated);
     step.set_wire_dtype(r.wire_dtype);
     if (absl::Status s = transport_->StageStep(r.plan.stages(0).node_id(), step); !s.ok()) {
-      Fail(request_id,
-           absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0: ", s.message())));
+      Recover(request_id, attempt,
+              absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0 (node ",
+                                                  r.plan.stages(0).node_id(), "): ", s.message())));
       return;
     }
   }
@@ -141,7 +164,9 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(id);
-    if (it == active_.end() || it->second.attempt != attempt) return true;
+    if (it == active_.end() || it->second.attempt != attempt || it->second.recovering) {
+      return true;
+    }
     Active& a = it->second;
     const auto& stages = a.request.plan.stages();
     const bool is_error = d.finish_reason() == v1::FINISH_REASON_ERROR;
@@ -155,33 +180,35 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
           ": only ", is_error ? "its stages" : "its last stage", " may"));
     }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
-      if (d.cache_miss() && a.request.reuse_len > 0 && a.next_index == 0) {
-        spdlog::info("request {}: {}; recomputing the whole prompt", id, d.error());
+      if (d.cache_miss() && a.request.reuse_len > 0 && a.reply.size() == a.attempt_start) {
+        spdlog::info("request {}: {}; recomputing from position 0", id, d.error());
         if (metrics_ != nullptr) metrics_->cache_misses->Increment();
         if (sender_.Post([this, id, attempt] { RetryWithoutReuse(id, attempt); })) return true;
         // The node is stopping: no retry, the request fails as reported.
       }
-    } else if (d.index() != a.next_index) {
+    } else if (d.index() != a.reply.size()) {
       if (warnings_.Allow("order")) {
         spdlog::warn("request {}: token index {} out of order (expected {})", id, d.index(),
-                     a.next_index);
+                     a.reply.size());
       }
       return false;
     } else {
       a.last_progress = std::chrono::steady_clock::now();
-      if (a.next_index == 0) {
+      if (a.reply.empty()) {
         a.first_token = a.last_progress;
         a.cached_tokens = a.request.reuse_len;
         event.cached_tokens = a.cached_tokens;
       }
-      ++a.next_index;
+      if (a.recoveries > 0 && a.reply.size() == a.attempt_start) ResumedLocked(a);
+      a.reply.push_back(d.token());
       sink = a.sink;
     }
   }
   if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
     const auto code = static_cast<absl::StatusCode>(d.error_code());
-    Fail(id, absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kInternal : code,
-                          d.error()));
+    Recover(id, attempt,
+            absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kInternal : code,
+                         d.error()));
     return true;
   }
   event.has_token = true;
@@ -207,15 +234,16 @@ void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t f
   const std::string old_id = StageRequestId(request_id, failed_attempt);
   for (const v1::PlanStage& stage : r.plan.stages()) {
     if (absl::Status s = transport_->Cancel(stage.node_id(), old_id); !s.ok()) {
-      Fail(request_id,
-           absl::Status(s.code(), absl::StrCat("cancelling after a cache miss: ", s.message())));
+      Recover(request_id, failed_attempt,
+              absl::Status(s.code(), absl::StrCat("cancelling after a cache miss (node ",
+                                                  stage.node_id(), "): ", s.message())));
       return;
     }
   }
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(request_id);
-    if (it == active_.end()) return;
+    if (it == active_.end() || it->second.attempt != failed_attempt) return;
     Active& a = it->second;
     a.attempt = failed_attempt + 1;
     a.request.reuse_len = 0;
@@ -223,6 +251,110 @@ void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t f
     a.last_progress = std::chrono::steady_clock::now();
   }
   SendPrompt(request_id);
+}
+
+void OriginRegistry::Recover(const std::string& request_id, uint32_t attempt,
+                             const absl::Status& status) {
+  if (!IsRecoverable(status)) {
+    Fail(request_id, status);
+    return;
+  }
+  v1::Plan plan;
+  uint32_t recoveries = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(request_id);
+    if (it == active_.end() || it->second.attempt != attempt || it->second.recovering) return;
+    Active& a = it->second;
+    recoveries = a.recoveries;
+    if (recoveries < options_.max_recoveries) {
+      a.recovering = true;
+      ++a.recoveries;
+      ++a.attempt;  // what the failed attempt still sends is ignored
+      a.failed_at = std::chrono::steady_clock::now();
+      plan = a.request.plan;
+    }
+  }
+  if (recoveries >= options_.max_recoveries) {
+    Fail(request_id, absl::Status(status.code(), absl::StrCat(status.message(), " (after ",
+                                                              recoveries, " recoveries)")));
+    return;
+  }
+  spdlog::warn("request {}: {}; recovering ({} of {})", request_id, status.ToString(),
+               recoveries + 1, options_.max_recoveries);
+  if (metrics_ != nullptr) metrics_->recoveries->Increment();
+  // The failed attempt stops wherever it still runs (best effort: a dead or
+  // hung stage cannot answer, and the cleanup thread must not hold up the
+  // recovery). Its late steps cannot harm the session: every attempt
+  // computes the same tokens at the same positions, and every claim is
+  // checked by digest.
+  cleanup_.Post([this, plan, id = StageRequestId(request_id, attempt)] {
+    for (const v1::PlanStage& stage : plan.stages()) (void)transport_->Cancel(stage.node_id(), id);
+  });
+  if (!recovery_.Post([this, request_id, attempt, plan, status] {
+        Replan(request_id, attempt + 1, plan, status);
+      })) {
+    Fail(request_id, absl::UnavailableError("the node is shutting down"));
+  }
+}
+
+void OriginRegistry::Replan(const std::string& request_id, uint32_t attempt, v1::Plan failed_plan,
+                            absl::Status why) {
+  // Which stages failed: they must not be in the next plan. A stage that
+  // answers may have failed only this request (its queue was full, say).
+  std::vector<std::string> avoid;
+  for (const v1::PlanStage& stage : failed_plan.stages()) {
+    if (stage.node_id() == self_id_) continue;
+    if (!cluster_.health(stage).ok()) {
+      avoid.push_back(stage.node_id());
+      cluster_.on_unreachable(stage.node_id());
+    }
+  }
+  absl::StatusOr<v1::Plan> plan =
+      cluster_.await_plan(avoid, std::chrono::steady_clock::now() + options_.recovery_timeout);
+  if (!plan.ok()) {
+    Fail(request_id,
+         absl::Status(plan.status().code(),
+                      absl::StrCat(why.message(), "; no new plan: ", plan.status().message())));
+    return;
+  }
+  size_t positions = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = active_.find(request_id);
+    if (it == active_.end() || it->second.attempt != attempt) return;
+    Active& a = it->second;
+    a.request.plan = *plan;
+    if (!a.reply.empty()) {
+      // Every stage took all but the last token delivered (the one in
+      // flight when the attempt failed): claim that much.
+      a.request.reuse_len = static_cast<uint32_t>(a.request.prompt.size() + a.reply.size() - 1);
+      a.request.fork_from.clear();
+    }  // else the original claim stands: the prompt never got through
+    a.attempt_start = static_cast<uint32_t>(a.reply.size());
+    a.recovering = false;
+    a.last_progress = std::chrono::steady_clock::now();
+    positions = a.request.prompt.size() + a.reply.size();
+  }
+  spdlog::info("request {}: replaying {} positions on plan {}", request_id, positions,
+               DescribePlan(*plan));
+  SendPrompt(request_id);
+}
+
+void OriginRegistry::ResumedLocked(Active& a) {
+  // A replay's claim that got this far held on every stage (a miss restarts
+  // the attempt from position 0).
+  const uint32_t positions = static_cast<uint32_t>(a.request.prompt.size() + a.reply.size());
+  a.replay_reused += a.request.reuse_len;
+  a.replay_positions += positions;
+  const double pause = SecondsSince(a.failed_at);
+  spdlog::info("request {} resumed {:.0f} ms after the failure: {} of {} positions from KV",
+               a.request.request_id, pause * 1000, a.request.reuse_len, positions);
+  if (metrics_ != nullptr) {
+    metrics_->recovery_seconds->Observe(pause);
+    metrics_->replay_reused_tokens->Increment(a.request.reuse_len);
+    metrics_->replay_recomputed_tokens->Increment(positions - a.request.reuse_len);
+  }
 }
 
 bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& last) {
@@ -246,16 +378,11 @@ bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& la
 void OriginRegistry::LogRequest(const Active& a, const OriginEvent& last) {
   using Ms = std::chrono::duration<double, std::milli>;
   const auto end = std::chrono::steady_clock::now();
-  const bool has_first = a.next_index > 0;
+  const uint32_t n_out = static_cast<uint32_t>(a.reply.size());
+  const bool has_first = n_out > 0;
   const double ttft = has_first ? Ms(a.first_token - a.start).count() : 0;
   const double decode_ms = has_first ? Ms(end - a.first_token).count() : 0;
-  const double tps =
-      a.next_index > 1 && decode_ms > 0 ? (a.next_index - 1) * 1000.0 / decode_ms : 0;
-  std::string plan;
-  for (const v1::PlanStage& s : a.request.plan.stages()) {
-    absl::StrAppend(&plan, plan.empty() ? "" : " ", s.node_id(), "[", s.first_layer(), ",",
-                    s.last_layer(), ")");
-  }
+  const double tps = n_out > 1 && decode_ms > 0 ? (n_out - 1) * 1000.0 / decode_ms : 0;
   const char* how = last.finish == v1::FINISH_REASON_STOP     ? "stop"
                     : last.finish == v1::FINISH_REASON_LENGTH ? "length"
                     : last.finish == v1::FINISH_REASON_ERROR  ? "error"
@@ -268,19 +395,24 @@ void OriginRegistry::LogRequest(const Active& a, const OriginEvent& last) {
                                                : m.requests_cancelled)
         ->Increment();
     m.prompt_tokens->Increment(static_cast<double>(a.request.prompt.size()));
-    m.generated_tokens->Increment(a.next_index);
+    m.generated_tokens->Increment(n_out);
     if (a.cached_tokens > 0) {
       m.cache_hits->Increment();
       m.cached_tokens->Increment(a.cached_tokens);
     }
     if (has_first) m.ttft_seconds->Observe(ttft / 1000.0);
-    if (a.next_index > 1)
-      m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (a.next_index - 1));
+    if (n_out > 1) m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (n_out - 1));
   }
+  const std::string recovered =
+      a.recoveries == 0
+          ? ""
+          : absl::StrCat(", recovered ", a.recoveries, " time(s) (replays took ", a.replay_reused,
+                         " of ", a.replay_positions, " positions from KV)");
   spdlog::info(
-      "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan {}",
-      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, a.next_index, ttft, tps,
-      plan);
+      "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan "
+      "{}{}",
+      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, n_out, ttft, tps,
+      DescribePlan(a.request.plan), recovered);
 }
 
 void OriginRegistry::Fail(const std::string& request_id, const absl::Status& status) {
@@ -333,38 +465,43 @@ void OriginRegistry::WatchdogLoop() {
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    std::vector<std::string> stalled;
+    std::vector<std::pair<std::string, uint32_t>> stalled;  // id, attempt
     std::map<std::string, v1::PlanStage> stages;  // node id -> stage, over running requests
     {
       absl::MutexLock lock(&mu_);
       for (const auto& [id, a] : active_) {
-        if (now - a.last_progress > options_.no_progress_timeout) stalled.push_back(id);
+        if (a.recovering) continue;
+        if (now - a.last_progress > options_.no_progress_timeout) {
+          stalled.emplace_back(id, a.attempt);
+        }
         for (const v1::PlanStage& s : a.request.plan.stages()) stages[s.node_id()] = s;
       }
     }
-    for (const std::string& id : stalled) {
-      Fail(id, absl::DeadlineExceededError(
-                   absl::StrCat("no token for ", options_.no_progress_timeout.count(), " ms")));
+    for (const auto& [id, attempt] : stalled) {
+      Recover(id, attempt,
+              absl::DeadlineExceededError(
+                  absl::StrCat("no token for ", options_.no_progress_timeout.count(), " ms")));
     }
     if (now < next_health) continue;
     next_health = now + options_.health_interval;
     for (const auto& [node_id, stage] : stages) {
       if (node_id == self_id_) continue;
-      absl::Status s = health_(stage);
+      absl::Status s = cluster_.health(stage);
       if (s.ok()) continue;
-      on_unreachable_(node_id);
-      std::vector<std::string> affected;
+      cluster_.on_unreachable(node_id);
+      std::vector<std::pair<std::string, uint32_t>> affected;
       {
         absl::MutexLock lock(&mu_);
         for (const auto& [id, a] : active_) {
           for (const v1::PlanStage& st : a.request.plan.stages()) {
-            if (st.node_id() == node_id) affected.push_back(id);
+            if (st.node_id() == node_id && !a.recovering) affected.emplace_back(id, a.attempt);
           }
         }
       }
-      for (const std::string& id : affected) {
-        Fail(id, absl::UnavailableError(
-                     absl::StrCat("node ", node_id, " stopped answering: ", s.message())));
+      for (const auto& [id, attempt] : affected) {
+        Recover(id, attempt,
+                absl::UnavailableError(
+                    absl::StrCat("node ", node_id, " stopped answering: ", s.message())));
       }
     }
   }

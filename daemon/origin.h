@@ -40,13 +40,33 @@ struct OriginEvent {
 using OriginSink = std::function<void(const OriginEvent&)>;
 
 struct OriginOptions {
-  // A request with no token for this long fails (a stall nobody reported).
+  // A request with no token for this long is recovered (a stall nobody
+  // reported).
   std::chrono::milliseconds no_progress_timeout{60000};
   // How often the stages of running requests are health-checked.
   std::chrono::milliseconds health_interval{1000};
   // Prompt chunks stay below this many bytes of hidden state per message.
   uint64_t max_chunk_bytes = 8 << 20;
   uint32_t max_chunk_tokens = 512;
+  // Recoveries per request at most; the next failure ends it with an error.
+  uint32_t max_recoveries = 3;
+  // How long a recovery waits for the nodes to agree on a new plan.
+  std::chrono::milliseconds recovery_timeout{15000};
+};
+
+// What the origin needs from the cluster. Each may block, within a
+// deadline; all are called without the origin's locks held.
+struct OriginClusterHooks {
+  // Checks one stage's node (with a deadline).
+  std::function<absl::Status(const v1::PlanStage&)> health;
+  // A node failed its health check: the cluster forgets it.
+  std::function<void(const std::string& node_id)> on_unreachable;
+  // Waits until `deadline` for a plan every node agrees on that names none
+  // of `avoid`; an error when none comes, or when the remaining nodes cannot
+  // hold the model (with the shortfall).
+  std::function<absl::StatusOr<v1::Plan>(const std::vector<std::string>& avoid,
+                                         std::chrono::steady_clock::time_point deadline)>
+      await_plan;
 };
 
 // A request as the origin starts it.
@@ -68,19 +88,26 @@ struct OriginRequest {
   bool keep_session = false;  // false: every stage drops the session at the end
 };
 
-// Starts requests by sending their prompt to stage 0 in chunks, matches the
-// tokens that come back to them, and fails a request with a clear error when
-// a stage reports one, when a stage stops answering health calls, or when
-// nothing happens for no_progress_timeout. Owns a sender thread and a
-// watchdog thread. Thread-safe.
+// Starts requests by sending their prompt to stage 0 in chunks, and matches
+// the tokens that come back to them.
+//
+// Recovery (docs/recovery.md): the origin keeps each request's reply so far.
+// When a stage reports a failure, stops answering health calls, or nothing
+// happens for no_progress_timeout, the request waits for a new agreed plan
+// without the failed nodes and is replayed on it: prompt plus reply as one
+// prefill, claiming whatever prefix the stages still hold (checked by
+// digest). The last stage rebuilds the sampler from the reply, so the
+// client's stream goes on with the very tokens an undisturbed run gives,
+// nothing repeated and nothing skipped. After max_recoveries, or when no plan
+// comes within recovery_timeout, the request fails with a clear error. A
+// request the stages refuse as malformed fails at once.
+//
+// Owns a sender thread, a recovery thread, a cleanup thread and a watchdog
+// thread. Thread-safe.
 class OriginRegistry {
  public:
-  // `health` checks one stage (with a deadline); `on_unreachable` hears of
-  // a node that failed it.
   OriginRegistry(OriginOptions options, Transport* transport, std::string self_id, uint32_t n_embd,
-                 std::function<absl::Status(const v1::PlanStage&)> health,
-                 std::function<void(const std::string& node_id)> on_unreachable,
-                 NodeMetrics* metrics = nullptr);
+                 OriginClusterHooks cluster, NodeMetrics* metrics = nullptr);
   ~OriginRegistry();
 
   // Registers the request and queues its prompt. InvalidArgument for an
@@ -103,9 +130,15 @@ class OriginRegistry {
   struct Active {
     OriginRequest request;
     OriginSink sink;
-    uint32_t attempt = 0;  // bumped by a cache-miss retry
-    uint32_t next_index = 0;
+    uint32_t attempt = 0;        // bumped by a cache-miss retry and by a recovery
+    std::vector<int32_t> reply;  // tokens delivered so far
+    uint32_t attempt_start = 0;  // reply.size() when the attempt began
     uint32_t cached_tokens = 0;  // reused prompt positions (0 after a miss)
+    uint32_t recoveries = 0;
+    bool recovering = false;        // waiting for a plan: no watchdog, no deliveries
+    uint32_t replay_reused = 0;     // positions replays took from the stages' KV
+    uint32_t replay_positions = 0;  // positions replays sent
+    std::chrono::steady_clock::time_point failed_at;  // of the latest recovery
     std::chrono::steady_clock::time_point start;
     std::chrono::steady_clock::time_point first_token;
     std::chrono::steady_clock::time_point last_progress;
@@ -117,10 +150,20 @@ class OriginRegistry {
   // can never be taken for the retry's.
   static std::string StageRequestId(const std::string& request_id, uint32_t attempt);
 
+  // Sends prompt + reply from the reuse point to stage 0, in chunks.
   void SendPrompt(const std::string& request_id);
+  // `attempt` failed: recover the request, or fail it when `status` says
+  // the request itself is bad or it has used its recoveries.
+  void Recover(const std::string& request_id, uint32_t attempt, const absl::Status& status);
+  // On the recovery thread: finds the failed nodes, waits for a plan
+  // without them, and replays.
+  void Replan(const std::string& request_id, uint32_t attempt, v1::Plan failed_plan,
+              absl::Status why);
   // A stage missed the claimed prefix: cancel the attempt everywhere, then
   // resend the whole prompt without reuse.
   void RetryWithoutReuse(const std::string& request_id, uint32_t failed_attempt);
+  // The first token of a recovered attempt: counts the pause and the reuse.
+  void ResumedLocked(Active& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the request and emits its last event; false if already gone.
   bool Finish(const std::string& request_id, const OriginEvent& last);
   void Fail(const std::string& request_id, const absl::Status& status);
@@ -131,8 +174,7 @@ class OriginRegistry {
   Transport* const transport_;
   const std::string self_id_;
   const uint32_t n_embd_;
-  const std::function<absl::Status(const v1::PlanStage&)> health_;
-  const std::function<void(const std::string&)> on_unreachable_;
+  const OriginClusterHooks cluster_;
   NodeMetrics* const metrics_;  // may be null
 
   mutable absl::Mutex mu_;
@@ -142,7 +184,8 @@ class OriginRegistry {
   absl::Mutex sink_mu_;
   LogRateLimiter warnings_{std::chrono::seconds(10)};  // what members send
   TaskQueue sender_;
-  TaskQueue cleanup_;  // Cancel / DropSession calls to stages
+  TaskQueue recovery_;  // Replan: waits for plans
+  TaskQueue cleanup_;   // Cancel / DropSession calls to stages
   std::thread watchdog_;
 };
 

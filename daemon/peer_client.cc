@@ -19,6 +19,31 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& address) {
                       absl::StrCat("node ", address, ": ", status.error_message()));
 }
 
+class PeerClient::InFlight {
+ public:
+  InFlight(PeerClient* client, const std::string& address, grpc::ClientContext* ctx)
+      : client_(client) {
+    absl::MutexLock lock(&client_->mu_);
+    it_ = client_->in_flight_.emplace(address, ctx);
+  }
+  ~InFlight() {
+    absl::MutexLock lock(&client_->mu_);
+    client_->in_flight_.erase(it_);
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  PeerClient* const client_;
+  std::multimap<std::string, grpc::ClientContext*>::iterator it_;
+};
+
+void PeerClient::CancelCallsTo(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  auto [begin, end] = in_flight_.equal_range(address);
+  for (auto it = begin; it != end; ++it) it->second->TryCancel();
+}
+
 PeerClient::PeerClient(RpcOptions options, std::optional<TlsIdentity> identity, std::string self_id)
     : options_(options), identity_(std::move(identity)), self_id_(std::move(self_id)) {}
 
@@ -88,6 +113,7 @@ absl::Status PeerClient::StageStep(const std::string& address,
                                    const v1::StageStepRequest& request) {
   grpc::ClientContext ctx;
   Prepare(ctx, options_.step_timeout);
+  InFlight in_flight(this, address, &ctx);
   v1::StageStepReply reply;
   return FromGrpc(Stub(address)->StageStep(&ctx, request, &reply), address);
 }
@@ -97,12 +123,14 @@ absl::Status PeerClient::DeliverToken(const std::string& address,
                                       v1::DeliverTokenReply* reply) {
   grpc::ClientContext ctx;
   Prepare(ctx, options_.control_timeout);
+  InFlight in_flight(this, address, &ctx);
   return FromGrpc(Stub(address)->DeliverToken(&ctx, request, reply), address);
 }
 
 absl::Status PeerClient::Cancel(const std::string& address, const std::string& request_id) {
   grpc::ClientContext ctx;
   Prepare(ctx, options_.control_timeout);
+  InFlight in_flight(this, address, &ctx);
   v1::CancelRequest req;
   req.set_protocol_version(kVersion);
   req.set_request_id(request_id);
@@ -113,6 +141,7 @@ absl::Status PeerClient::Cancel(const std::string& address, const std::string& r
 absl::Status PeerClient::DropSession(const std::string& address, const std::string& session_id) {
   grpc::ClientContext ctx;
   Prepare(ctx, options_.control_timeout);
+  InFlight in_flight(this, address, &ctx);
   v1::DropSessionRequest req;
   req.set_protocol_version(kVersion);
   req.set_session_id(session_id);

@@ -21,7 +21,9 @@ namespace ringlm {
 // Deadlines of node-to-node calls, and the message size both ends accept.
 struct RpcOptions {
   std::chrono::milliseconds health_timeout{1000};
-  std::chrono::milliseconds step_timeout{10000};    // StageStep: queueing only, but large bodies
+  // StageStep: queueing only, but bodies of up to 8 MiB. A stage that hangs
+  // holds up the sender this long (then the request recovers).
+  std::chrono::milliseconds step_timeout{4000};
   std::chrono::milliseconds control_timeout{3000};  // DeliverToken, Cancel, stats, topology
   int max_message_bytes = 64 << 20;
   // FetchTensor: a call may take this long plus one second per
@@ -70,12 +72,18 @@ class PeerClient {
 
   // Closes the channels to every address not in `keep`.
   void Retain(const std::set<std::string>& keep);
+  // Ends the ring calls (StageStep, DeliverToken, Cancel, DropSession) now
+  // in flight to `address` with CANCELLED: the node left the cluster, and
+  // a hung one must not hold its callers until their deadlines.
+  void CancelCallsTo(const std::string& address);
   size_t channels() const;
 
   const RpcOptions& options() const { return options_; }
   static constexpr size_t kMaxChannels = 1024;
 
  private:
+  // Registers a ring call for CancelCallsTo while it runs.
+  class InFlight;
   std::shared_ptr<v1::RingNode::Stub> Stub(const std::string& address);
   void Prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const;
 
@@ -85,6 +93,7 @@ class PeerClient {
   mutable absl::Mutex mu_;
   // Shared, so a channel closed by Retain lives on until its last call ends.
   std::map<std::string, std::shared_ptr<v1::RingNode::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::multimap<std::string, grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringlm

@@ -44,6 +44,15 @@ v1::Plan PlanToProto(const Partition& partition, uint64_t epoch, const std::stri
   return plan;
 }
 
+std::string DescribePlan(const v1::Plan& plan) {
+  std::string out;
+  for (const v1::PlanStage& s : plan.stages()) {
+    absl::StrAppend(&out, out.empty() ? "" : " ", s.node_id(), "[", s.first_layer(), ",",
+                    s.last_layer(), ")");
+  }
+  return out;
+}
+
 absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::string& fingerprint) {
   if (plan.model_fingerprint() != fingerprint) {
     return absl::InvalidArgumentError(absl::StrCat("plan is for model '", plan.model_fingerprint(),

@@ -25,6 +25,8 @@ v1::Plan PlanToProto(const Partition& partition, uint64_t epoch, const std::stri
 // InvalidArgument unless the stages are contiguous, non-empty and cover
 // [0, n_layers), and the plan names this model.
 absl::Status ValidatePlan(const v1::Plan& plan, uint32_t n_layers, const std::string& fingerprint);
+// "node[first,last) ..." for log lines.
+std::string DescribePlan(const v1::Plan& plan);
 
 v1::SamplingParams SamplingToProto(const SamplingParams& params);
 // Fields left at proto3's zero mean "off"; temperature 0 is greedy.

@@ -62,8 +62,14 @@ void AddFlags(ArgParser& p) {
   p.AddOption("max-sessions", "N", "sessions kept at most", "256");
   p.AddOption("state-dir", "DIR", "where the node id is kept (default: $XDG_STATE_HOME/ringlm)");
   p.AddOption("rpc-timeout-ms", "MS", "deadline of node-to-node control calls", "3000");
-  p.AddOption("no-progress-timeout-ms", "MS", "fail a request that makes no progress this long",
-              "60000");
+  p.AddOption("no-progress-timeout-ms", "MS",
+              "recover a request that makes no progress this long, as if a stage failed", "60000");
+  p.AddOption("max-recoveries", "N",
+              "times a request moves to a new plan after stage failures before it fails (0 = "
+              "never)",
+              "3");
+  p.AddOption("recovery-timeout-ms", "MS",
+              "how long a recovering request waits for the nodes to agree on a new plan", "15000");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
   p.AddOption("api-host", "HOST",
@@ -202,9 +208,11 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   auto sessions = p.GetInt("max-sessions", 1, 1 << 20);
   auto rpc = p.GetInt("rpc-timeout-ms", 50, 600000);
   auto progress = p.GetInt("no-progress-timeout-ms", 500, 3600000);
-  for (const absl::Status& s :
-       {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
-        sessions.status(), rpc.status(), progress.status()}) {
+  auto recoveries = p.GetInt("max-recoveries", 0, 100);
+  auto recovery_wait = p.GetInt("recovery-timeout-ms", 100, 600000);
+  for (const absl::Status& s : {grpc_port.status(), disc_port.status(), interval.status(),
+                                expiry.status(), kv.status(), sessions.status(), rpc.status(),
+                                progress.status(), recoveries.status(), recovery_wait.status()}) {
     if (!s.ok()) return s;
   }
   o.grpc_port = static_cast<uint16_t>(*grpc_port);
@@ -220,6 +228,8 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.rpc.control_timeout = std::chrono::milliseconds(*rpc);
   o.rpc.health_timeout = std::chrono::milliseconds(std::min<int64_t>(*rpc, 1000));
   o.origin.no_progress_timeout = std::chrono::milliseconds(*progress);
+  o.origin.max_recoveries = static_cast<uint32_t>(*recoveries);
+  o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
   o.origin.health_interval = std::chrono::milliseconds(std::min<int64_t>(*interval, 1000));
   if (p.Has("peers")) {
     for (absl::string_view peer : absl::StrSplit(p.GetString("peers"), ',', absl::SkipEmpty())) {

@@ -1,5 +1,7 @@
 #include "daemon/stage_runtime.h"
 
+#include <algorithm>
+
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -79,14 +81,22 @@ absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
     bundle->weights = std::make_unique<StageWeights>(std::move(weights));
     bundle->engine = std::make_unique<StageEngine>(model_.config(), *bundle->weights, pool_);
   }
+  std::vector<LayerRange> kept;
   {
     absl::MutexLock lock(&mu_);
     previous_ = current_;
     current_ = bundle;
+    for (const auto& b : {current_, previous_}) {
+      if (b != nullptr) kept.push_back(b->weights->range());
+    }
   }
-  // Idle sessions hold KV of the old range; a request between steps then
-  // fails cleanly on its next step (position mismatch) instead of mixing.
-  sessions_.DropAllIdle();
+  // Sessions of the previous range stay, so requests on the old plan finish
+  // on it; KV of any other range is of no use any more. A session is only
+  // ever used with the very layers it holds (AcquireSession).
+  sessions_.DropIdleIf([&](const KvCache& cache) {
+    return std::none_of(kept.begin(), kept.end(),
+                        [&](const LayerRange& r) { return cache.Holds(r.first, r.last); });
+  });
   return absl::OkStatus();
 }
 
@@ -254,8 +264,6 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     options_.forward_seconds->Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   }
-  const uint32_t n_positions = cache.n_positions();
-
   if (!bundle->weights->is_last()) {
     v1::StageStepRequest next = NextStep(request, index + 1);
     next.set_position(request.position());
@@ -274,16 +282,17 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     return absl::OkStatus();
   }
   if (!request.sample()) return absl::OkStatus();  // a prompt chunk that is not the last
-  return Sample(request, out, n_positions);
+  return Sample(request, out, cache.tokens());
 }
 
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
-                                  const std::vector<float>& logits, uint32_t n_positions) {
+                                  const std::vector<float>& logits,
+                                  std::span<const int32_t> history) {
+  const uint32_t n_positions = static_cast<uint32_t>(history.size());
   const auto now = std::chrono::steady_clock::now();
   if (samplers_.size() >= options_.max_samplers && samplers_.count(request.request_id()) == 0) {
     // Full: the least recently used sampler goes (its request, if it is
-    // still running, restarts its sampler state: a request this old and
-    // this quiet has almost certainly been abandoned).
+    // still running, rebuilds it exactly from the session below).
     auto oldest = samplers_.begin();
     for (auto it = samplers_.begin(); it != samplers_.end(); ++it) {
       if (it->second.last_used < oldest->second.last_used) oldest = it;
@@ -292,17 +301,38 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   }
   SamplerState& state = samplers_[request.request_id()];
   if (state.sampler == nullptr) {
-    if (!request.constraint().empty()) {
-      // The grammar's state is the reply so far: it cannot start mid-reply.
-      if (request.generated() > 0) {
-        return absl::AbortedError("the constrained request's sampler state was evicted");
-      }
-      RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));
-      BuildGrammarVocabulary();
-      state.constrained =
-          std::make_unique<ConstrainedSampling>(grammar, grammar_vocabulary_, end_tokens_);
+    // A new request, or one that continues mid-reply (a replay on a new
+    // plan, or an evicted sampler): the reply so far is the last
+    // `generated` positions of the session, and both the grammar and the
+    // sampler follow it token by token to where they were.
+    const uint32_t generated = request.generated();
+    if (generated > history.size()) {
+      samplers_.erase(request.request_id());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the step claims ", generated, " generated tokens, the session holds ", history.size()));
     }
-    state.sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
+    const std::span<const int32_t> reply = history.subspan(history.size() - generated);
+    auto sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
+    sampler->FastForward(reply);
+    std::unique_ptr<ConstrainedSampling> constrained;
+    if (!request.constraint().empty()) {
+      absl::StatusOr<grammar::Grammar> grammar = CompileConstraint(request.constraint());
+      if (!grammar.ok()) {
+        samplers_.erase(request.request_id());
+        return grammar.status();
+      }
+      BuildGrammarVocabulary();
+      constrained =
+          std::make_unique<ConstrainedSampling>(*grammar, grammar_vocabulary_, end_tokens_);
+      for (int32_t token : reply) {
+        if (absl::Status s = constrained->Accept(token); !s.ok()) {
+          samplers_.erase(request.request_id());
+          return s;
+        }
+      }
+    }
+    state.sampler = std::move(sampler);
+    state.constrained = std::move(constrained);
   }
   state.last_used = now;
   std::span<const float> choices = logits;
@@ -378,12 +408,12 @@ void StageRuntime::BuildGrammarVocabulary() {
 
 absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
     const v1::StageStepRequest& request, const Bundle& bundle) {
-  const uint32_t n_layers = bundle.weights->range().size();
+  const LayerRange range = bundle.weights->range();
   const std::string key = SessionKey(request.origin(), request.session_id());
   auto make_cache = [&] { return bundle.engine->NewCache(model_.context_size()); };
   if (request.reuse_len() == 0) {
     RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, sessions_.Acquire(key, make_cache));
-    if (lease.cache().n_layers() != n_layers) lease.cache() = make_cache();
+    if (!lease.cache().Holds(range.first, range.last)) lease.cache() = make_cache();
     if (request.position() == 0) lease.cache().Truncate(0);  // a fresh start
     return lease;
   }
@@ -399,7 +429,7 @@ absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
   absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(key);
   if (!lease.ok()) return CacheMiss(request, lease.status().message());
   KvCache& cache = lease->cache();
-  if (cache.n_layers() != n_layers) {
+  if (!cache.Holds(range.first, range.last)) {
     return CacheMiss(request, "the session holds KV of another layer range");
   }
   if (cache.n_positions() < reuse ||

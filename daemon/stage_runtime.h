@@ -119,8 +119,10 @@ class StageRuntime {
                                                      const Bundle& bundle);
   // Fills grammar_vocabulary_ and end_tokens_ once (worker thread).
   void BuildGrammarVocabulary();
+  // Samples the next token from `logits`; `history` is the session's tokens
+  // (prompt and reply so far), from which a missing sampler is rebuilt.
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
-                      uint32_t n_positions);
+                      std::span<const int32_t> history);
   void ReportError(const v1::StageStepRequest& request, const absl::Status& status);
   absl::Status Authorize(const v1::StageStepRequest& request, const Caller& caller) const;
   // Records `request_id` as `origin`'s; PermissionDenied when another origin

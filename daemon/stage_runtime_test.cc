@@ -33,6 +33,13 @@ class FakeTransport : public Transport {
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
+  // Waits until `n` steps were sent; returns the n-th.
+  v1::StageStepRequest WaitStep(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return steps_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30)));
+    return steps_.size() >= n ? steps_[n - 1].second : v1::StageStepRequest{};
+  }
   // Waits until `n` deliveries arrived; returns the n-th.
   v1::DeliverTokenRequest WaitDelivery(size_t n) {
     absl::MutexLock lock(&mu_);
@@ -220,6 +227,68 @@ TEST_F(StageRuntimeTest, StepsLongerThanAChunkAreRefused) {
   Start(options);
   absl::Status s = runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o"));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+// A new partition must not break a request on the old plan: its sessions
+// stay while this node still holds the old range (as the previous one), and
+// go when that range is gone.
+TEST_F(StageRuntimeTest, ANewRangeKeepsTheSessionsOfThePreviousOne) {
+  const uint32_t n_layer = model_->config().n_layer;
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  ASSERT_NE(transport_.WaitDelivery(1).finish_reason(), v1::FINISH_REASON_ERROR);
+  const v1::StageStepRequest next = transport_.WaitStep(1);
+  WaitIdle();
+  ASSERT_TRUE(runtime_->SetRange(LayerRange{0, n_layer - 1}).ok());
+  EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), 1u);
+  ASSERT_TRUE(runtime_->Enqueue(next, Node("b")).ok());
+  const v1::DeliverTokenRequest second = transport_.WaitDelivery(2);
+  EXPECT_NE(second.finish_reason(), v1::FINISH_REASON_ERROR) << second.error();
+  EXPECT_EQ(second.index(), 1u);
+  WaitIdle();
+  // Another partition: the old range is neither current nor previous.
+  ASSERT_TRUE(runtime_->SetRange(LayerRange{1, n_layer}).ok());
+  EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), 0u);
+  EXPECT_EQ(runtime_->Enqueue(transport_.WaitStep(2), Node("b")).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// A request replayed mid-reply (a new plan after a stage died) arrives as
+// one prefill of prompt plus reply so far, with `generated` set. The last
+// stage has no sampler for it and must rebuild it from the session, so the
+// seeded draw, the penalties and the grammar continue exactly.
+TEST_F(StageRuntimeTest, AReplayedRequestContinuesItsSampledReplyExactly) {
+  auto configure = [](v1::StageStepRequest& r) {
+    r.mutable_sampling()->set_temperature(0.9f);
+    r.mutable_sampling()->set_seed(4242);
+    r.mutable_sampling()->set_frequency_penalty(0.4f);
+    r.mutable_limits()->set_max_tokens(24);
+    r.set_constraint(R"({"type":"json_object"})");
+  };
+  // The undisturbed run: each step the stage sends itself is fed back.
+  v1::StageStepRequest step = Step("o", "r1", "s1", prompt_);
+  configure(step);
+  std::vector<int32_t> reply;
+  for (size_t n = 1; n <= 24; ++n) {
+    ASSERT_TRUE(runtime_->Enqueue(step, Node("o")).ok());
+    const v1::DeliverTokenRequest d = transport_.WaitDelivery(n);
+    ASSERT_EQ(d.finish_reason() == v1::FINISH_REASON_ERROR, false) << d.error();
+    reply.push_back(d.token());
+    if (d.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) break;
+    step = transport_.WaitStep(n);
+  }
+  ASSERT_GE(reply.size(), 8u);
+  size_t delivered = reply.size();
+  for (size_t cut : {size_t{1}, size_t{5}, reply.size() - 1}) {
+    std::vector<int32_t> tokens = prompt_;
+    tokens.insert(tokens.end(), reply.begin(), reply.begin() + cut);
+    v1::StageStepRequest replay = Step("o", "replay-" + std::to_string(cut), "s-replay", tokens);
+    configure(replay);
+    replay.set_generated(static_cast<uint32_t>(cut));
+    ASSERT_TRUE(runtime_->Enqueue(replay, Node("o")).ok());
+    const v1::DeliverTokenRequest d = transport_.WaitDelivery(++delivered);
+    EXPECT_EQ(d.token(), reply[cut]) << "replayed after " << cut << " tokens: " << d.error();
+    EXPECT_EQ(d.index(), cut);
+  }
 }
 
 }  // namespace

@@ -9,8 +9,10 @@ namespace {
 constexpr uint32_t kMinCapacity = 64;
 }  // namespace
 
-KvCache::KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions)
+KvCache::KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions,
+                 uint32_t first_layer)
     : n_layers_(n_layers),
+      first_layer_(first_layer),
       n_embd_kv_(n_embd_kv),
       max_positions_(max_positions),
       keys_(n_layers),
@@ -18,7 +20,7 @@ KvCache::KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions)
 
 KvCache KvCache::Clone(uint32_t n) const {
   n = std::min(n, n_positions());
-  KvCache copy(n_layers_, n_embd_kv_, max_positions_);
+  KvCache copy(n_layers_, n_embd_kv_, max_positions_, first_layer_);
   copy.Grow(std::max(n, std::min(kMinCapacity, max_positions_)));
   const size_t count = size_t{n} * n_embd_kv_;
   for (uint32_t l = 0; l < n_layers_; ++l) {

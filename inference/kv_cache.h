@@ -10,15 +10,16 @@
 namespace ringlm {
 
 // Keys and values (f16, as llama.cpp stores them) for `n_layers` consecutive
-// layers at positions [0, n_positions()), together with the token id at each
-// position, so a stage always knows exactly which prefix it holds.
+// layers from model layer `first_layer`, at positions [0, n_positions()),
+// together with the token id at each position, so a stage always knows
+// exactly which layers and which prefix it holds.
 //
 // Storage grows geometrically up to `max_positions` (the context size); it is
 // never shared, and copying is explicit (`Clone`). Not thread-safe: one
 // forward pass at a time, enforced by the owner.
 class KvCache {
  public:
-  KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions);
+  KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions, uint32_t first_layer = 0);
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
   KvCache(const KvCache&) = delete;
@@ -30,6 +31,11 @@ class KvCache {
   uint32_t n_positions() const { return static_cast<uint32_t>(tokens_.size()); }
   uint32_t max_positions() const { return max_positions_; }
   uint32_t n_layers() const { return n_layers_; }
+  uint32_t first_layer() const { return first_layer_; }
+  // True when the cache holds exactly the layers [first, last).
+  bool Holds(uint32_t first, uint32_t last) const {
+    return first_layer_ == first && first + n_layers_ == last;
+  }
   const std::vector<int32_t>& tokens() const { return tokens_; }
 
   // Makes room for `n_new` more positions. ResourceExhausted when that would
@@ -64,6 +70,7 @@ class KvCache {
   void Grow(uint32_t capacity);
 
   uint32_t n_layers_;
+  uint32_t first_layer_;
   uint32_t n_embd_kv_;
   uint32_t max_positions_;
   uint32_t capacity_ = 0;

@@ -95,10 +95,10 @@ absl::StatusOr<bool> SessionStore::Drop(const std::string& id) {
   return true;
 }
 
-void SessionStore::DropAllIdle() {
+void SessionStore::DropIdleIf(const std::function<bool(const KvCache&)>& drop) {
   absl::MutexLock lock(&mu_);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    if (it->second.busy) {
+    if (it->second.busy || !drop(*it->second.cache)) {
       ++it;
       continue;
     }

@@ -69,7 +69,8 @@ class SessionStore {
                     std::string_view expected_digest);
   // Removes an idle session. Returns false when absent; Unavailable if busy.
   absl::StatusOr<bool> Drop(const std::string& id);
-  void DropAllIdle();
+  // Removes every idle session whose cache `drop` picks.
+  void DropIdleIf(const std::function<bool(const KvCache&)>& drop);
   // Removes every idle session whose id starts with `prefix`; returns how many.
   size_t DropIdleWithPrefix(std::string_view prefix);
 

@@ -122,6 +122,19 @@ TEST(SessionStoreTest, DropIdleWithPrefixDropsOnlyThatNamespace) {
   EXPECT_TRUE(store.AcquireExisting("ab/1").ok());
 }
 
+TEST(SessionStoreTest, DropIdleIfDropsThePickedIdleSessionsOnly) {
+  SessionStore store({});
+  auto layers_from = [](uint32_t first) { return [first] { return KvCache(2, 8, 1024, first); }; };
+  ASSERT_TRUE(store.Acquire("old", layers_from(0)).ok());
+  ASSERT_TRUE(store.Acquire("new", layers_from(2)).ok());
+  auto busy = store.Acquire("old-busy", layers_from(0));
+  ASSERT_TRUE(busy.ok());
+  store.DropIdleIf([](const KvCache& c) { return !c.Holds(2, 4); });
+  EXPECT_FALSE(store.AcquireExisting("old").ok());
+  EXPECT_TRUE(store.AcquireExisting("new").ok());
+  EXPECT_EQ(store.Stats().sessions.size(), 2u);  // new and the busy one
+}
+
 TEST(SessionStoreTest, DropAndStats) {
   SessionStore store({});
   {

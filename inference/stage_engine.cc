@@ -33,13 +33,14 @@ StageEngine::StageEngine(const ModelConfig& config, const StageWeights& weights,
     : config_(config), weights_(weights), pool_(pool) {}
 
 KvCache StageEngine::NewCache(uint32_t context_size) const {
-  return KvCache(weights_.range().size(), config_.n_embd_kv(), context_size);
+  return KvCache(weights_.range().size(), config_.n_embd_kv(), context_size,
+                 weights_.range().first);
 }
 
 absl::Status StageEngine::CheckInput(const KvCache& cache, const StageInput& in) const {
   const size_t n = in.tokens.size();
   if (n == 0) return absl::InvalidArgumentError("a step needs at least one token");
-  if (cache.n_layers() != weights_.range().size()) {
+  if (!cache.Holds(weights_.range().first, weights_.range().last)) {
     return absl::InvalidArgumentError("KV cache belongs to a different layer range");
   }
   for (size_t i = 0; i < n; ++i) {

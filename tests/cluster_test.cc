@@ -1,6 +1,7 @@
 // Real ringlmd processes on loopback: they find each other by broadcast (or
 // by --peers), agree on one partition, generate exactly what a single
-// process generates, survive garbage input, and recover from a dead node.
+// process generates, survive garbage input, and finish a request through a
+// dead node.
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -112,7 +113,7 @@ TEST(ClusterTest, StaticPeersWithoutBroadcast) {
   EXPECT_EQ(ClusterGreedy(cluster, 0, prompt, 64, "--hidden-dtype f16").size(), 64u);
 }
 
-TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
+TEST(ClusterTest, KillingTheMiddleNodeCostsAPauseAndTheRequestCompletes) {
   LoopbackCluster::Options options;
   options.extra_args = {"--ctx-size", "8192"};
   LoopbackCluster cluster(options);
@@ -126,45 +127,40 @@ TEST(ClusterTest, KillingTheMiddleNodeFailsCleanlyAndTheClusterReforms) {
   }
   const size_t entry = middle == 0 ? 2 : 0;
 
-  // A long generation through the ring, from another thread.
-  std::atomic<bool> done{false};
-  absl::Status result;
-  std::atomic<int> tokens{0};
-  // jthread: joined even when an assertion below returns early.
-  std::jthread generation([&] {
-    v1::GenerateRequest request;
-    request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    request.set_prompt("Once upon a time");
-    request.mutable_limits()->set_max_tokens(8000);
-    request.mutable_limits()->set_ignore_eos(true);
+  // A long generation through the ring, with a callback per token.
+  v1::GenerateRequest request;
+  request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  request.set_prompt("Once upon a time");
+  request.mutable_limits()->set_max_tokens(600);
+  request.mutable_limits()->set_ignore_eos(true);
+  auto generate = [&](std::atomic<int>* count) {
+    std::vector<int32_t> ids;
     ClusterClient client(cluster.Address(entry), testing::ClientSecurityFor(cluster));
-    result = client.Generate(request, 120s, [&](const v1::GenerateEvent& e) {
-      if (e.has_token()) ++tokens;
+    absl::Status s = client.Generate(request, 120s, [&](const v1::GenerateEvent& e) {
+      if (!e.has_token()) return;
+      ids.push_back(e.token());
+      ++*count;
     });
-    done = true;
-  });
-  ASSERT_TRUE(testing::WaitFor([&] { return tokens > 50 || done; }, 20s)) << cluster.Logs();
-  ASSERT_FALSE(done.load()) << result << cluster.Logs();
+    EXPECT_TRUE(s.ok()) << s;
+    return ids;
+  };
+  std::atomic<int> undisturbed_count{0};
+  const std::vector<int32_t> undisturbed = generate(&undisturbed_count);
+  ASSERT_EQ(undisturbed.size(), 600u) << cluster.Logs();
+
+  std::atomic<int> tokens{0};
+  std::vector<int32_t> ids;
+  // jthread: joined even when an assertion below returns early.
+  std::jthread generation([&] { ids = generate(&tokens); });
+  ASSERT_TRUE(testing::WaitFor([&] { return tokens > 50; }, 20s)) << cluster.Logs();
   cluster.KillNode(middle);
-  const auto killed = std::chrono::steady_clock::now();
-  const bool ended = testing::WaitFor([&] { return done.load(); }, 30s);
-  const double fail_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  ASSERT_TRUE(ended);
+  const int at_kill = tokens.load();
   generation.join();
-  EXPECT_FALSE(result.ok());
-  EXPECT_LT(tokens.load(), 8000);
-  std::printf("request failed %.2f s after the kill, after %d tokens: %s\n", fail_s, tokens.load(),
-              result.ToString().c_str());
-  EXPECT_LE(fail_s, 5.0) << "the request must fail within 5 s";
-  EXPECT_NE(result.message().find("node"), std::string::npos) << result;
+  EXPECT_EQ(ids, undisturbed) << "killed after " << at_kill << " tokens\n" << cluster.Logs();
+  std::printf("the middle node was killed after %d tokens; the request completed\n", at_kill);
 
   // The other two re-form without it and serve the next request.
-  const auto reform_start = std::chrono::steady_clock::now();
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(entry, 2); }, 20s)) << cluster.Logs();
-  std::printf(
-      "cluster re-formed %.2f s after the failure\n",
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - reform_start).count());
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
   EXPECT_EQ(ClusterGreedy(cluster, entry, "Once upon a time", 64), local);
 }

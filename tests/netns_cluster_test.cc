@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -285,6 +286,61 @@ TEST(NetnsClusterTest, OnlyOneHostHasTheModelFileTheOthersFetchTheirLayers) {
   EXPECT_NE(logs.find("model fetch: layers"), std::string::npos) << logs;
   EXPECT_EQ(access(absl::StrCat(cluster.run_dir(), "/h1/state/models").c_str(), F_OK), -1)
       << "host 1 has the file and must fetch nothing";
+  EXPECT_EQ(cluster.Down().exit_code, 0);
+}
+
+// Host 3's link goes down mid-request: nothing it sends or is sent arrives,
+// and no error comes back, as with a hang. The origin finds it by its health
+// calls, the other two re-form, and the request completes with exactly the
+// ids of an undisturbed run.
+TEST(NetnsClusterTest, AHostCutOffMidRequestIsHandledLikeAHangAndTheRequestCompletes) {
+  const std::string why = NamespacesUnavailable();
+  if (!why.empty()) GTEST_SKIP() << "netns cluster test skipped: " << why;
+  NetnsCluster cluster;
+  testing::CommandResult up =
+      cluster.Up(kHosts, "--daemon-args '--threads 1 --ctx-size 1024 --announce-interval-ms 500'");
+  ASSERT_EQ(up.exit_code, 0) << up.output;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        for (int k = 1; k <= kHosts; ++k) {
+          if (!cluster.Formed(k, kHosts)) return false;
+        }
+        return true;
+      },
+      60s))
+      << cluster.Logs();
+  auto generate = [&] {
+    testing::CommandResult r = RunCommand(
+        absl::StrCat("ip netns exec ", HostNamespace(1), " ", ShellQuote(testing::RinglmPath()),
+                     " generate --cluster ", HostAddress(1), " ", cluster.KeyArgs(),
+                     " --prompt 'Once upon a time' --temp 0 -n 900 --ignore-eos --json"),
+        false);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    json out = json::parse(r.output, nullptr, false);
+    return out.is_object() && out.contains("ids") ? out["ids"].get<std::vector<int32_t>>()
+                                                  : std::vector<int32_t>{};
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int32_t> undisturbed = generate();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(undisturbed.size(), 900u) << cluster.Logs();
+  std::printf("undisturbed: 900 tokens in %.2f s\n", seconds);
+
+  // The cut comes a third of the way in.
+  std::thread cut([&] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds / 3));
+    RunCommand("ip -n ringlm-br link set vbr3 down");
+  });
+  const auto disturbed_start = std::chrono::steady_clock::now();
+  const std::vector<int32_t> disturbed = generate();
+  cut.join();
+  std::printf(
+      "cut off host 3 mid-request: 900 tokens in %.2f s\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - disturbed_start).count());
+  EXPECT_EQ(disturbed, undisturbed) << cluster.Logs();
+  const std::string logs = cluster.Logs();
+  EXPECT_NE(logs.find("recovered 1 time"), std::string::npos) << logs;
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 

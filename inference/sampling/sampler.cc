@@ -42,6 +42,11 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 void Sampler::Accept(int32_t token) { ++history_counts_[token]; }
 
+void Sampler::FastForward(std::span<const int32_t> accepted) {
+  if (params_.temperature != 0.0f) rng_.discard(accepted.size());
+  for (int32_t token : accepted) Accept(token);
+}
+
 std::span<const float> Sampler::ApplyPenalties(std::span<const float> logits) {
   if (history_counts_.empty() ||
       (params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f)) {
@@ -61,6 +66,9 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   if (logits.empty()) return -1;
   const std::span<const float> penalized = ApplyPenalties(logits);
   if (params_.temperature == 0.0f) return Argmax(penalized);
+  // One value of the stream per sampled token, whichever way it is chosen
+  // below: the stream's position is the count of tokens (FastForward).
+  const double u = UniformDouble(rng_);
 
   // Candidates: every token with a logit above -inf. -inf and NaN have zero
   // probability, so dropping them is exact.
@@ -79,7 +87,7 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   ApplyTopK();
   ApplyTopP();
   ApplyMinP();
-  return Draw();
+  return Draw(u);
 }
 
 void Sampler::ApplyTopK() {
@@ -132,7 +140,7 @@ void Sampler::ApplyMinP() {
   std::erase_if(candidates_, [threshold](const Candidate& c) { return c.logit < threshold; });
 }
 
-int32_t Sampler::Draw() {
+int32_t Sampler::Draw(double u) {
   // Scaled in double: logit / temperature stays finite even for tiny
   // temperatures, where float would overflow to inf and softmax to NaN.
   const double inv_temperature = 1.0 / static_cast<double>(params_.temperature);
@@ -145,7 +153,7 @@ int32_t Sampler::Draw() {
 
   double total = 0;
   for (const Candidate& c : candidates_) total += weight(c);
-  const double target = UniformDouble(rng_) * total;
+  const double target = u * total;
   double cumulative = 0;
   int32_t last_positive = candidates_.front().id;
   for (const Candidate& c : candidates_) {

@@ -48,6 +48,13 @@ class Sampler {
   // and prompt tokens too if it wants them penalized).
   void Accept(int32_t token);
 
+  // Brings a new sampler to the state it has after sampling and accepting
+  // each of `accepted` in turn: the random stream moves one value per
+  // token (Sample takes exactly one when temperature > 0, none when
+  // greedy), and the tokens join the history. So a request moved to another
+  // node continues exactly. Call it before the first Sample.
+  void FastForward(std::span<const int32_t> accepted);
+
   const SamplingParams& params() const { return params_; }
 
  private:
@@ -64,7 +71,8 @@ class Sampler {
   // Nucleus filter; sorts as much of candidates_ as it needs.
   void ApplyTopP();
   void ApplyMinP();
-  int32_t Draw();
+  // `u` in [0, 1): this token's value of the random stream.
+  int32_t Draw(double u);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

@@ -160,6 +160,44 @@ TEST(SamplerTest, SameSeedSameSequenceDifferentSeedDifferent) {
   EXPECT_NE(first, Sequence(b, logits, 200));
 }
 
+// A request moved to another node rebuilds its sampler from the tokens it
+// generated: from there on it must choose exactly what the original would
+// have, with penalties counting the same history, and also after a step
+// that returned early (a +inf logit) without a weighted draw.
+TEST(SamplerTest, FastForwardContinuesExactlyWhereTheOriginalWas) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<std::vector<float>> steps(120, std::vector<float>(64));
+  for (auto& logits : steps) {
+    for (float& l : logits) l = normal(gen);
+  }
+  steps[10][5] = std::numeric_limits<float>::infinity();
+  for (float temperature : {0.0f, 0.8f}) {
+    SamplingParams p;
+    p.seed = 99;
+    p.temperature = temperature;
+    p.top_p = 0.9f;
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.3f;
+    Sampler original(p);
+    std::vector<int32_t> tokens;
+    for (const auto& logits : steps) {
+      tokens.push_back(original.Sample(logits));
+      original.Accept(tokens.back());
+    }
+    for (size_t cut : {size_t{0}, size_t{1}, size_t{11}, size_t{60}, size_t{119}}) {
+      Sampler resumed(p);
+      resumed.FastForward(std::span<const int32_t>(tokens.data(), cut));
+      for (size_t i = cut; i < steps.size(); ++i) {
+        const int32_t t = resumed.Sample(steps[i]);
+        ASSERT_EQ(t, tokens[i]) << "temperature " << temperature << ", resumed at " << cut
+                                << ", step " << i;
+        resumed.Accept(t);
+      }
+    }
+  }
+}
+
 TEST(SamplerTest, DrawFrequenciesFollowTemperatureSoftmax) {
   const std::vector<float> logits = {1.0f, 2.0f, 0.5f, -1.0f, 3.0f};
   for (float temperature : {0.7f, 1.0f, 2.5f}) {

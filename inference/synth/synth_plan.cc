@@ -78,6 +78,9 @@ const std::vector<SynthPreset>& SynthPresets() {
       // Not a real model: the smallest sensible shape, to carry a real
       // vocabulary (--tokenizer) in a file of a few tens of MiB at most.
       {"micro", 64, 1, 2, 1, 128, 32000, 4096, 10000.0f, 1e-5f, true},
+      // stories260K's widths, 48 layers deep: rings of many stages (a
+      // 24-node recovery test) at almost no compute.
+      {"stories-48", 64, 48, 8, 4, 192, 512, 1024, 10000.0f, 1e-5f, false},
   };
   return *presets;
 }

@@ -1,0 +1,290 @@
+// The origin's recovery, against a fake transport and a fake cluster: a
+// failed attempt is replayed on the next plan as prompt plus reply, the
+// stream goes on without repeats or gaps, what the failed attempt still
+// sends is ignored, and the bounds (recoveries, malformed requests, no plan)
+// end the request with a clear error.
+#include "daemon/origin.h"
+
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "inference/token_digest.h"
+
+namespace ringlm {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+// Records the steps the origin sends; every call succeeds.
+class RecordingTransport : public Transport {
+ public:
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    steps_.push_back({to, r});
+    return absl::OkStatus();
+  }
+  absl::Status DeliverToken(const std::string&, const v1::DeliverTokenRequest&,
+                            v1::DeliverTokenReply*) override {
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(const std::string& to, const std::string& id) override {
+    absl::MutexLock lock(&mu_);
+    cancels_.push_back(absl::StrCat(to, " ", id));
+    return absl::OkStatus();
+  }
+  absl::Status DropSession(const std::string&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  // Waits for the n-th step (1-based).
+  std::pair<std::string, v1::StageStepRequest> WaitStep(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return steps_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
+    return steps_.size() >= n ? steps_[n - 1] : std::pair<std::string, v1::StageStepRequest>{};
+  }
+  size_t steps() {
+    absl::MutexLock lock(&mu_);
+    return steps_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
+};
+
+v1::Plan PlanOf(std::vector<std::string> nodes, uint64_t epoch) {
+  v1::Plan plan;
+  plan.set_epoch(epoch);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    v1::PlanStage* s = plan.add_stages();
+    s->set_node_id(nodes[i]);
+    s->set_first_layer(static_cast<uint32_t>(i));
+    s->set_last_layer(static_cast<uint32_t>(i + 1));
+  }
+  return plan;
+}
+
+class OriginRecoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(OriginOptions{}); }
+
+  void Start(OriginOptions options) {
+    options.health_interval = 100ms;
+    OriginClusterHooks hooks;
+    hooks.health = [this](const v1::PlanStage& s) {
+      absl::MutexLock lock(&mu_);
+      return dead_.count(s.node_id()) ? absl::UnavailableError("connection refused")
+                                      : absl::OkStatus();
+    };
+    hooks.on_unreachable = [this](const std::string& id) {
+      absl::MutexLock lock(&mu_);
+      unreachable_.push_back(id);
+    };
+    hooks.await_plan = [this](const std::vector<std::string>& avoid,
+                              std::chrono::steady_clock::time_point) -> absl::StatusOr<v1::Plan> {
+      absl::MutexLock lock(&mu_);
+      avoided_.push_back(avoid);
+      if (plans_.empty()) return absl::ResourceExhaustedError("model needs 9 MiB: 3 MiB short");
+      v1::Plan p = plans_.front();
+      plans_.pop_front();
+      return p;
+    };
+    origin_.reset();
+    origin_ = std::make_unique<OriginRegistry>(options, &transport_, "o", 8, std::move(hooks));
+  }
+
+  // Starts a request on plan o, b, c and returns its id.
+  std::string StartRequest(int max_tokens = 10) {
+    OriginRequest r;
+    r.request_id = "req-1";
+    r.session_id = "s";
+    r.plan = PlanOf({"o", "b", "c"}, 1);
+    r.prompt = prompt_;
+    r.limits.set_max_tokens(max_tokens);
+    r.sampling.set_temperature(0.8f);
+    r.sampling.set_seed(7);
+    EXPECT_TRUE(origin_
+                    ->Start(std::move(r),
+                            [this](const OriginEvent& e) {
+                              absl::MutexLock lock(&mu_);
+                              events_.push_back(e);
+                            })
+                    .ok());
+    return "req-1";
+  }
+
+  // A token (or error) from node `from` for attempt `attempt`.
+  absl::StatusOr<bool> Deliver(const std::string& from, uint32_t attempt, uint32_t index,
+                               int32_t token, bool last = false) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(absl::StrCat("req-1#", attempt));
+    d.set_index(index);
+    d.set_token(token);
+    if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    return origin_->Deliver(d, from);
+  }
+  absl::StatusOr<bool> DeliverError(const std::string& from, uint32_t attempt,
+                                    absl::StatusCode code, const std::string& message) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(absl::StrCat("req-1#", attempt));
+    d.set_finish_reason(v1::FINISH_REASON_ERROR);
+    d.set_error(message);
+    d.set_error_code(static_cast<int32_t>(code));
+    return origin_->Deliver(d, from);
+  }
+
+  std::vector<OriginEvent> Events() {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+  bool WaitEnded() {
+    absl::MutexLock lock(&mu_);
+    auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !events_.empty() && events_.back().finish != v1::FINISH_REASON_UNSPECIFIED;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(10));
+  }
+  std::vector<int32_t> Tokens() {
+    std::vector<int32_t> out;
+    for (const OriginEvent& e : Events()) {
+      if (e.has_token) out.push_back(e.token);
+    }
+    return out;
+  }
+
+  const std::vector<int32_t> prompt_ = {1, 50, 60, 70};
+  RecordingTransport transport_;
+  absl::Mutex mu_;
+  std::set<std::string> dead_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> unreachable_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<std::string>> avoided_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::Plan> plans_ ABSL_GUARDED_BY(mu_);
+  std::vector<OriginEvent> events_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<OriginRegistry> origin_;
+};
+
+TEST_F(OriginRecoveryTest, AFailedStageIsReplacedAndTheStreamGoesOnWithoutRepeatsOrGaps) {
+  {
+    absl::MutexLock lock(&mu_);
+    dead_ = {"c"};
+    plans_ = {PlanOf({"o", "b"}, 2)};
+  }
+  StartRequest();
+  ASSERT_EQ(transport_.WaitStep(1).second.tokens_size(), 4);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(Deliver("c", 0, i, 100 + i).ok());
+  // Stage b cannot forward to c.
+  ASSERT_TRUE(DeliverError("b", 0, absl::StatusCode::kUnavailable, "forwarding to stage 2").ok());
+  const auto [to, replay] = transport_.WaitStep(2);
+  EXPECT_EQ(to, "o");
+  EXPECT_EQ(replay.request_id(), "req-1#1");
+  EXPECT_EQ(replay.plan().stages_size(), 2);
+  EXPECT_EQ(replay.generated(), 3u);
+  EXPECT_TRUE(replay.sample());
+  // All but the token in flight is claimed from the stages' KV, by digest.
+  const std::vector<int32_t> all = {1, 50, 60, 70, 100, 101, 102};
+  EXPECT_EQ(replay.reuse_len(), 6u);
+  EXPECT_EQ(replay.position(), 6u);
+  EXPECT_EQ(replay.reuse_digest(), TokenDigest(std::span<const int32_t>(all.data(), 6)));
+  EXPECT_EQ(std::vector<int32_t>(replay.tokens().begin(), replay.tokens().end()),
+            std::vector<int32_t>{102});
+  {
+    absl::MutexLock lock(&mu_);
+    EXPECT_EQ(unreachable_, std::vector<std::string>{"c"});
+    ASSERT_EQ(avoided_.size(), 1u);
+    EXPECT_EQ(avoided_[0], std::vector<std::string>{"c"});
+  }
+  // The failed attempt's late tokens are dropped; the new last stage's count.
+  EXPECT_EQ(*Deliver("c", 0, 3, 999), true);
+  EXPECT_EQ(Deliver("c", 1, 3, 103).status().code(), absl::StatusCode::kPermissionDenied);
+  for (uint32_t i = 3; i < 10; ++i) ASSERT_TRUE(Deliver("b", 1, i, 100 + i, i == 9).ok());
+  ASSERT_TRUE(WaitEnded());
+  std::vector<int32_t> expected;
+  for (int32_t i = 0; i < 10; ++i) expected.push_back(100 + i);
+  EXPECT_EQ(Tokens(), expected);
+  EXPECT_EQ(Events().back().finish, v1::FINISH_REASON_LENGTH);
+}
+
+TEST_F(OriginRecoveryTest, AFailureDuringThePromptReplaysThePromptAlone) {
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "c"}, 2)};
+  }
+  StartRequest();
+  transport_.WaitStep(1);
+  ASSERT_TRUE(DeliverError("b", 0, absl::StatusCode::kFailedPrecondition,
+                           "the session holds 0 positions here, the step expects 4")
+                  .ok());
+  const v1::StageStepRequest replay = transport_.WaitStep(2).second;
+  EXPECT_EQ(replay.generated(), 0u);
+  EXPECT_EQ(replay.reuse_len(), 0u);
+  EXPECT_EQ(replay.tokens_size(), 4);
+  {
+    absl::MutexLock lock(&mu_);
+    EXPECT_TRUE(avoided_.at(0).empty()) << "every stage answered its health call";
+  }
+}
+
+TEST_F(OriginRecoveryTest, RecoveriesAreBoundedAndTheLastErrorSaysHowMany) {
+  OriginOptions options;
+  options.max_recoveries = 2;
+  Start(options);
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "b", "c"}, 2), PlanOf({"o", "b", "c"}, 3)};
+  }
+  StartRequest();
+  for (uint32_t attempt = 0; attempt <= 2; ++attempt) {
+    transport_.WaitStep(attempt + 1);
+    ASSERT_TRUE(
+        DeliverError("b", attempt, absl::StatusCode::kResourceExhausted, "queue full").ok());
+  }
+  ASSERT_TRUE(WaitEnded());
+  EXPECT_EQ(Events().back().finish, v1::FINISH_REASON_ERROR);
+  EXPECT_THAT(Events().back().error.message(), HasSubstr("queue full (after 2 recoveries)"));
+}
+
+TEST_F(OriginRecoveryTest, AMalformedRequestFailsAtOnce) {
+  StartRequest();
+  transport_.WaitStep(1);
+  ASSERT_TRUE(DeliverError("c", 0, absl::StatusCode::kInvalidArgument, "bad constraint").ok());
+  ASSERT_TRUE(WaitEnded());
+  EXPECT_EQ(Events().back().error.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(transport_.steps(), 1u);
+}
+
+TEST_F(OriginRecoveryTest, WhenTheRestCannotHoldTheModelTheErrorGivesTheShortfall) {
+  StartRequest();
+  transport_.WaitStep(1);
+  ASSERT_TRUE(DeliverError("b", 0, absl::StatusCode::kUnavailable, "stage 2 is gone").ok());
+  ASSERT_TRUE(WaitEnded());
+  const absl::Status error = Events().back().error;
+  EXPECT_EQ(error.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(error.message(), HasSubstr("stage 2 is gone; no new plan: model needs 9 MiB"));
+  EXPECT_THAT(error.message(), HasSubstr("3 MiB short"));
+}
+
+TEST_F(OriginRecoveryTest, AStageThatStopsAnsweringHealthCallsIsRecoveredFrom) {
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "c"}, 2)};
+  }
+  StartRequest();
+  transport_.WaitStep(1);
+  ASSERT_TRUE(Deliver("c", 0, 0, 100).ok());
+  {
+    absl::MutexLock lock(&mu_);
+    dead_ = {"b"};  // hung: no error report ever comes
+  }
+  const v1::StageStepRequest replay = transport_.WaitStep(2).second;
+  EXPECT_EQ(replay.request_id(), "req-1#1");
+  EXPECT_EQ(replay.generated(), 1u);
+  absl::MutexLock lock(&mu_);
+  EXPECT_THAT(unreachable_, ::testing::Contains("b"));
+}
+
+}  // namespace
+}  // namespace ringlm
