@@ -176,6 +176,7 @@ absl::Status Node::Start() {
   StageOptions stage_options;
   stage_options.sessions = o.sessions;
   stage_options.forward_seconds = metrics_->forward_seconds;
+  stage_options.batch_steps = metrics_->batch_steps;
   stage_options.max_step_tokens = o.origin.max_chunk_tokens;
   stage_ = std::make_unique<StageRuntime>(
       *model_, pool_.get(), this, node_id_,

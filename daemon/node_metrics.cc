@@ -53,8 +53,12 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
       r.AddHistogram("ringlm_time_per_token_seconds", "Decode time per token after the first.",
                      ExponentialBuckets(0.0005, 2, 14)));
   RINGLM_ASSIGN_OR_RETURN(m->forward_seconds, r.AddHistogram("ringlm_stage_forward_seconds",
-                                                             "This node's forward pass per step.",
+                                                             "This node's forward pass per batch.",
                                                              ExponentialBuckets(0.0001, 2, 18)));
+  RINGLM_ASSIGN_OR_RETURN(m->batch_steps,
+                          r.AddHistogram("ringlm_stage_batch_steps",
+                                         "Steps (of different requests) per batched forward pass.",
+                                         ExponentialBuckets(1, 2, 8)));
   RINGLM_ASSIGN_OR_RETURN(m->fetch.bytes,
                           r.AddCounter("ringlm_model_fetch_bytes_total",
                                        "Verified tensor bytes fetched from members."));

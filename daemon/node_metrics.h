@@ -38,8 +38,10 @@ struct NodeMetrics {
   Counter* replay_recomputed_tokens = nullptr;
   Histogram* ttft_seconds = nullptr;
   Histogram* time_per_token_seconds = nullptr;
-  // This node's forward pass over its layers, per step.
+  // This node's forward pass over its layers, per batch, and the steps (of
+  // different requests) each batch ran.
   Histogram* forward_seconds = nullptr;
+  Histogram* batch_steps = nullptr;
   // Model distribution: what this node fetched, and what it served.
   LayerFetcherMetrics fetch;
   ModelShareMetrics share;

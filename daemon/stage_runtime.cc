@@ -67,11 +67,15 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       options_(options),
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
-      queue_("stage", options.max_queued_steps, options.max_queued_bytes) {}
+      queue_(options.max_queued_steps, options.max_queued_bytes),
+      worker_([this] { WorkerLoop(); }) {}
 
 StageRuntime::~StageRuntime() { Stop(); }
 
-void StageRuntime::Stop() { queue_.Stop(); }
+void StageRuntime::Stop() {
+  queue_.Stop();
+  if (worker_.joinable()) worker_.join();
+}
 
 absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
   std::shared_ptr<Bundle> bundle;
@@ -134,8 +138,7 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& c
     RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request.request_id(), request.origin(), false));
   }
   if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
-  const uint64_t bytes = request.ByteSizeLong();
-  if (!queue_.Post([this, r = std::move(request)] { Process(r); }, bytes)) {
+  if (!queue_.Push(std::move(request))) {
     return absl::ResourceExhaustedError("the stage queue is full or stopping");
   }
   return absl::OkStatus();
@@ -192,13 +195,13 @@ absl::Status StageRuntime::Cancel(const std::string& request_id, const Caller& c
     return absl::InvalidArgumentError("request_id must have 1 to 128 bytes");
   }
   if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may cancel");
-  {
-    absl::MutexLock lock(&mu_);
-    // An unknown id is recorded as the caller's: its steps, if any come,
-    // must then be the caller's own.
-    RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request_id, caller.node_id, true));
-  }
-  queue_.Post([this, request_id] { samplers_.erase(request_id); });
+  absl::MutexLock lock(&mu_);
+  // An unknown id is recorded as the caller's: its steps, if any come,
+  // must then be the caller's own.
+  RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request_id, caller.node_id, true));
+  // Its sampler goes before the next batch (past the bound, LRU eviction
+  // takes it eventually; its steps are skipped either way).
+  if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
   return absl::OkStatus();
 }
 
@@ -228,43 +231,95 @@ bool StageRuntime::IsCancelled(const std::string& request_id) const {
 
 void StageRuntime::ForgetRequest(const std::string& request_id) { samplers_.erase(request_id); }
 
-void StageRuntime::Process(const v1::StageStepRequest& request) {
-  if (IsCancelled(request.request_id())) return;
-  if (absl::Status s = Run(request); !s.ok()) ReportError(request, s);
+void StageRuntime::WorkerLoop() {
+  while (true) {
+    std::vector<v1::StageStepRequest> batch = queue_.PopBatch(options_.batch);
+    if (batch.empty()) return;  // stopped
+    std::vector<std::string> forget;
+    {
+      absl::MutexLock lock(&mu_);
+      forget.swap(to_forget_);
+    }
+    for (const std::string& id : forget) samplers_.erase(id);
+    RunBatch(batch);
+  }
 }
 
-absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
-  const uint32_t index = request.stage_index();
-  const v1::PlanStage& stage = request.plan().stages(index);
-  std::shared_ptr<const Bundle> bundle = BundleFor(stage.first_layer(), stage.last_layer());
-  if (bundle == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this node no longer holds layers [", stage.first_layer(), ", ", stage.last_layer(), ")"));
-  }
-  const StageEngine& engine = *bundle->engine;
-  RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, *bundle));
+// One step of a batch, ready to run: its session, and its input and output.
+struct StageRuntime::Prepared {
+  const v1::StageStepRequest* request;
+  SessionStore::Lease lease;
+  std::vector<float> hidden;
+  std::vector<float> out;
+};
+
+absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStepRequest& request,
+                                                             const Bundle& bundle) {
+  RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, bundle));
   KvCache& cache = lease.cache();
   if (cache.n_positions() != request.position()) {
     return absl::FailedPreconditionError(absl::StrCat("the session holds ", cache.n_positions(),
                                                       " positions here, the step expects ",
                                                       request.position()));
   }
-  const uint64_t n = request.tokens_size();
-  const uint64_t n_embd = model_.config().n_embd;
-  std::vector<float> hidden;
-  if (index > 0) {
-    RINGLM_ASSIGN_OR_RETURN(hidden, DecodeHidden(request.hidden(), n, n_embd));
+  Prepared p{&request, std::move(lease), {}, {}};
+  if (request.stage_index() > 0) {
+    RINGLM_ASSIGN_OR_RETURN(
+        p.hidden, DecodeHidden(request.hidden(), request.tokens_size(), model_.config().n_embd));
   }
-  std::vector<float> out;
+  RINGLM_RETURN_IF_ERROR(bundle.engine->Check(p.lease.cache(), InputOf(p)));
+  return p;
+}
+
+StageInput StageRuntime::InputOf(const Prepared& p) {
+  return StageInput{std::span<const int32_t>(p.request->tokens().data(), p.request->tokens_size()),
+                    p.hidden};
+}
+
+void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
+  // Every step of a batch runs the same layers (StepQueue::PopBatch).
+  const v1::PlanStage& stage = batch.front().plan().stages(batch.front().stage_index());
+  std::shared_ptr<const Bundle> bundle = BundleFor(stage.first_layer(), stage.last_layer());
+  std::vector<Prepared> ready;
+  ready.reserve(batch.size());
+  for (const v1::StageStepRequest& request : batch) {
+    if (IsCancelled(request.request_id())) continue;
+    if (bundle == nullptr) {
+      ReportError(request, absl::FailedPreconditionError(
+                               absl::StrCat("this node no longer holds layers [",
+                                            stage.first_layer(), ", ", stage.last_layer(), ")")));
+      continue;
+    }
+    absl::StatusOr<Prepared> p = Prepare(request, *bundle);
+    if (!p.ok()) {
+      ReportError(request, p.status());
+      continue;
+    }
+    ready.push_back(*std::move(p));
+  }
+  if (ready.empty()) return;
+  std::vector<StageBatchItem> items;
+  for (Prepared& p : ready) items.push_back({&p.lease.cache(), InputOf(p), &p.out});
   const auto forward_start = std::chrono::steady_clock::now();
-  RINGLM_RETURN_IF_ERROR(engine.Forward(
-      cache, StageInput{std::span<const int32_t>(request.tokens().data(), n), hidden},
-      LogitsMode::kLastPosition, &out));
+  if (absl::Status s = bundle->engine->ForwardBatch(items, LogitsMode::kLastPosition); !s.ok()) {
+    for (const Prepared& p : ready) ReportError(*p.request, s);  // Prepare checked each
+    return;
+  }
   if (options_.forward_seconds != nullptr) {
     options_.forward_seconds->Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   }
-  if (!bundle->weights->is_last()) {
+  if (options_.batch_steps != nullptr) options_.batch_steps->Observe(ready.size());
+  for (Prepared& p : ready) {
+    if (absl::Status s = Continue(p, *bundle); !s.ok()) ReportError(*p.request, s);
+  }
+}
+
+absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
+  const v1::StageStepRequest& request = *p.request;
+  const uint32_t index = request.stage_index();
+  if (!bundle.weights->is_last()) {
+    const uint64_t n = request.tokens_size();
     v1::StageStepRequest next = NextStep(request, index + 1);
     next.set_position(request.position());
     next.set_reuse_len(request.reuse_len());  // every stage checks the claimed prefix
@@ -273,7 +328,7 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     *next.mutable_tokens() = request.tokens();
     next.set_sample(request.sample());
     next.set_generated(request.generated());
-    *next.mutable_hidden() = EncodeHidden(out, n, n_embd, request.wire_dtype());
+    *next.mutable_hidden() = EncodeHidden(p.out, n, model_.config().n_embd, request.wire_dtype());
     absl::Status s = transport_->StageStep(request.plan().stages(index + 1).node_id(), next);
     if (!s.ok()) {
       return absl::Status(s.code(),
@@ -282,7 +337,7 @@ absl::Status StageRuntime::Run(const v1::StageStepRequest& request) {
     return absl::OkStatus();
   }
   if (!request.sample()) return absl::OkStatus();  // a prompt chunk that is not the last
-  return Sample(request, out, cache.tokens());
+  return Sample(request, p.out, p.lease.cache().tokens());
 }
 
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,

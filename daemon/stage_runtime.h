@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -16,8 +18,8 @@
 #include "base/log_rate_limiter.h"
 #include "base/metrics.h"
 #include "daemon/caller.h"
+#include "daemon/step_queue.h"
 #include "daemon/step_validator.h"
-#include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "inference/model.h"
 #include "inference/sampling/output_constraint.h"
@@ -33,7 +35,8 @@ struct StageOptions {
   // Requests cancelled here are remembered this long, so late steps of
   // theirs are dropped.
   std::chrono::seconds cancel_memory{120};
-  Histogram* forward_seconds = nullptr;  // observes each step's forward pass; may be null
+  Histogram* forward_seconds = nullptr;  // observes each batch's forward pass; may be null
+  Histogram* batch_steps = nullptr;      // observes the steps of each batch; may be null
   // Bounds on the steps waiting for the worker, by count and by bytes.
   size_t max_queued_steps = 1024;
   uint64_t max_queued_bytes = uint64_t{256} << 20;
@@ -41,6 +44,8 @@ struct StageOptions {
   uint32_t max_step_tokens = 512;
   // Requests remembered at most (their origin, whether cancelled).
   size_t max_requests = 65536;
+  // Steps of different sessions that run as one forward pass, at most.
+  BatchLimits batch;
   // Samplers (one per request this node samples) kept at most.
   size_t max_samplers = 4096;
 };
@@ -48,10 +53,13 @@ struct StageOptions {
 // True when `node_id` is this node or a peer whose identity was proven.
 using MembershipCheck = std::function<bool(const std::string& node_id)>;
 
-// Runs this node's share of every request's steps, in arrival order, on one
-// worker thread (the kernels use the shared pool). Holds the weights of the
-// node's current layer range and of the previous one, so a request that
-// started before a re-partition can finish on its own plan.
+// Runs this node's share of every request's steps on one worker thread (the
+// kernels use the shared pool). Steps of different sessions that wait
+// together run as one batched forward pass (StepQueue::PopBatch), each with
+// exactly the bits of a solo run; a session's steps run in arrival order.
+// Holds the weights of the node's current layer range and of the previous
+// one, so a request that started before a re-partition can finish on its own
+// plan.
 //
 // Authorization (docs/security.md): a step is taken only when every node of
 // its plan and its origin are members, and it comes from the previous stage
@@ -110,9 +118,17 @@ class StageRuntime {
     bool cancelled = false;
   };
 
+  struct Prepared;
   std::shared_ptr<const Bundle> BundleFor(uint32_t first, uint32_t last) const;
-  void Process(const v1::StageStepRequest& request);
-  absl::Status Run(const v1::StageStepRequest& request);
+  void WorkerLoop();
+  // Runs a batch: prepares each step (an error is reported to its origin and
+  // the others go on), one forward pass over all, then each step's next hop.
+  void RunBatch(const std::vector<v1::StageStepRequest>& batch);
+  // The step's session (leased), position checked, input decoded.
+  absl::StatusOr<Prepared> Prepare(const v1::StageStepRequest& request, const Bundle& bundle);
+  static StageInput InputOf(const Prepared& p);
+  // After the forward pass: to the next stage, or sample.
+  absl::Status Continue(Prepared& p, const Bundle& bundle);
   // The step's session, positioned for it. A claimed prefix (reuse_len > 0)
   // must be held exactly, by digest; otherwise a cache-miss error.
   absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
@@ -147,6 +163,8 @@ class StageRuntime {
   std::shared_ptr<const Bundle> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Bundle> previous_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
+  // Cancelled requests whose samplers the worker drops before its next batch.
+  std::vector<std::string> to_forget_ ABSL_GUARDED_BY(mu_);
   // Only the worker thread touches samplers.
   std::map<std::string, SamplerState> samplers_;
   // Built on the first constrained request (worker thread only): the
@@ -157,7 +175,8 @@ class StageRuntime {
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};
   bool Allow(std::string_view kind) { return warnings_.Allow(kind); }
-  TaskQueue queue_;  // last: stopped first
+  StepQueue queue_;
+  std::thread worker_;  // last: started once the rest exists
 };
 
 }  // namespace ringlm

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "base/metrics.h"
 #include "daemon/proto_convert.h"
 #include "gtest/gtest.h"
 #include "inference/token_digest.h"
@@ -288,6 +289,95 @@ TEST_F(StageRuntimeTest, AReplayedRequestContinuesItsSampledReplyExactly) {
     const v1::DeliverTokenRequest d = transport_.WaitDelivery(++delivered);
     EXPECT_EQ(d.token(), reply[cut]) << "replayed after " << cut << " tokens: " << d.error();
     EXPECT_EQ(d.index(), cut);
+  }
+}
+
+// Sends every step back into the runtime (a one-node ring) and keeps the
+// tokens each request gets.
+class LoopingTransport : public Transport {
+ public:
+  void Attach(StageRuntime* runtime) { runtime_ = runtime; }
+  absl::Status StageStep(const std::string&, const v1::StageStepRequest& r) override {
+    return runtime_->Enqueue(r, Caller{Caller::Role::kNode, "b", true, ""});
+  }
+  absl::Status DeliverToken(const std::string&, const v1::DeliverTokenRequest& r,
+                            v1::DeliverTokenReply*) override {
+    absl::MutexLock lock(&mu_);
+    EXPECT_NE(r.finish_reason(), v1::FINISH_REASON_ERROR) << r.error();
+    tokens_[r.request_id()].push_back(r.token());
+    // The chosen token's logprob, bit for bit: the logits themselves must
+    // not differ, not only their argmax.
+    logprobs_[r.request_id()].push_back(r.logprobs().chosen().logprob());
+    if (r.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) ++finished_;
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status DropSession(const std::string&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  // Per request: its tokens and their logprobs.
+  std::map<std::string, std::pair<std::vector<int32_t>, std::vector<float>>> WaitFinished(int n) {
+    absl::MutexLock lock(&mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(60)));
+    std::map<std::string, std::pair<std::vector<int32_t>, std::vector<float>>> out;
+    for (const auto& [id, tokens] : tokens_) out[id] = {tokens, logprobs_[id]};
+    return out;
+  }
+
+ private:
+  StageRuntime* runtime_ = nullptr;
+  absl::Mutex mu_;
+  std::map<std::string, std::vector<int32_t>> tokens_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<float>> logprobs_ ABSL_GUARDED_BY(mu_);
+  int finished_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// 12 requests of mixed prompts, lengths and sampling at once: the stage runs
+// them in batches, and each gets exactly the tokens it gets alone.
+TEST_F(StageRuntimeTest, ConcurrentRequestsAreBatchedAndEachGetsItsSoloTokens) {
+  constexpr int kRequests = 12;
+  auto request = [&](int i) {
+    std::vector<int32_t> prompt(prompt_.begin(), prompt_.begin() + 2 + i % 6);
+    v1::StageStepRequest r = Step("o", "r" + std::to_string(i), "s" + std::to_string(i), prompt);
+    r.mutable_limits()->set_max_tokens(8 + 3 * i);
+    r.mutable_limits()->set_ignore_eos(true);
+    r.mutable_logprobs()->set_enabled(true);
+    if (i % 3 == 0) {
+      r.mutable_sampling()->set_temperature(0.8f);
+      r.mutable_sampling()->set_seed(i);
+    }
+    return r;
+  };
+  MetricsRegistry registry;
+  absl::StatusOr<Histogram*> batch_steps =
+      registry.AddHistogram("batch", "steps per batch", ExponentialBuckets(1, 2, 8));
+  ASSERT_TRUE(batch_steps.ok());
+  auto run = [&](const std::vector<int>& which, Histogram* histogram) {
+    LoopingTransport transport;
+    StageOptions options;
+    options.batch_steps = histogram;
+    StageRuntime runtime(
+        *model_, &pool_, &transport, "b",
+        [this](const std::string& id) { return members_.count(id) > 0; }, options);
+    transport.Attach(&runtime);
+    EXPECT_TRUE(runtime.SetRange(LayerRange{0, model_->config().n_layer}).ok());
+    for (int i : which) EXPECT_TRUE(runtime.Enqueue(request(i), Node("o")).ok());
+    auto tokens = transport.WaitFinished(static_cast<int>(which.size()));
+    runtime.Stop();
+    return tokens;
+  };
+  std::vector<int> all;
+  for (int i = 0; i < kRequests; ++i) all.push_back(i);
+  const auto together = run(all, *batch_steps);
+  EXPECT_GT((*batch_steps)->Sum(), static_cast<double>((*batch_steps)->Count()))
+      << "no batch held more than one step";
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    const auto alone = run({i}, nullptr);
+    ASSERT_EQ(together.count(id), 1u);
+    EXPECT_EQ(together.at(id), alone.at(id)) << id;
+    EXPECT_EQ(together.at(id).first.size(), static_cast<size_t>(8 + 3 * i));
   }
 }
 

@@ -37,7 +37,7 @@ KvCache StageEngine::NewCache(uint32_t context_size) const {
                  weights_.range().first);
 }
 
-absl::Status StageEngine::CheckInput(const KvCache& cache, const StageInput& in) const {
+absl::Status StageEngine::Check(const KvCache& cache, const StageInput& in) const {
   const size_t n = in.tokens.size();
   if (n == 0) return absl::InvalidArgumentError("a step needs at least one token");
   if (!cache.Holds(weights_.range().first, weights_.range().last)) {
@@ -58,6 +58,11 @@ absl::Status StageEngine::CheckInput(const KvCache& cache, const StageInput& in)
     return absl::InvalidArgumentError(absl::StrCat("hidden states have ", in.hidden.size(),
                                                    " values, expected ", n, " x ", config_.n_embd));
   }
+  if (uint64_t{cache.n_positions()} + n > cache.max_positions()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("context is full: ", cache.n_positions(), " positions held + ", n,
+                     " new > context size ", cache.max_positions()));
+  }
   return absl::OkStatus();
 }
 
@@ -71,26 +76,28 @@ void StageEngine::Embed(std::span<const int32_t> tokens, float* x) const {
   }
 }
 
-// Causal attention of n new queries over the cache, per head. Mirrors
-// llama.cpp's non-flash path: queries are rounded to f16 to meet the f16
-// keys, and the softmax weights are rounded to f16 to meet the f16 values.
-// The dot products and the weighted sum run in SIMD kernels (ops/attention.h)
-// with the rounding of the plain scalar loops.
-void StageEngine::Attention(const KvCache& cache, uint32_t layer, uint32_t n_past, int64_t n,
-                            const float* q, float* out) const {
+// Causal attention of each new query over its own session's cache, per
+// head. Mirrors llama.cpp's non-flash path: queries are rounded to f16 to
+// meet the f16 keys, and the softmax weights are rounded to f16 to meet the
+// f16 values. The dot products and the weighted sum run in SIMD kernels
+// (ops/attention.h) with the rounding of the plain scalar loops.
+void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q,
+                            float* out) const {
   const int64_t n_head = config_.n_head;
   const int64_t hd = config_.head_dim;
   const int64_t group = config_.n_head / config_.n_head_kv;
   const int64_t stride = config_.n_embd_kv();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t n = static_cast<int64_t>(layout.pos.size());
   auto work = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(n_past + n);
+    std::vector<float> scores(layout.max_keys);
     std::vector<float> q16(hd);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / n_head;
       const int64_t h = item % n_head;
+      const KvCache& cache = *layout.caches[layout.item[t]];
       const int64_t kv_offset = (h / group) * hd;
-      const int64_t n_keys = n_past + t + 1;
+      const int64_t n_keys = int64_t{layout.pos[t]} + 1;
       const float* qh = q + (t * n_head + h) * hd;
       std::copy(qh, qh + hd, q16.begin());
       RoundThroughF16(q16.data(), hd);
@@ -111,20 +118,53 @@ void StageEngine::Attention(const KvCache& cache, uint32_t layer, uint32_t n_pas
 
 absl::Status StageEngine::Forward(KvCache& cache, const StageInput& in, LogitsMode mode,
                                   std::vector<float>* output) const {
-  RINGLM_RETURN_IF_ERROR(CheckInput(cache, in));
-  const int64_t n = static_cast<int64_t>(in.tokens.size());
-  RINGLM_RETURN_IF_ERROR(cache.Reserve(static_cast<uint32_t>(n)));
-  const uint32_t n_past = cache.n_positions();
+  const StageBatchItem item{&cache, in, output};
+  return ForwardBatch(std::span<const StageBatchItem>(&item, 1), mode);
+}
+
+absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
+                                       LogitsMode mode) const {
+  Layout layout;
+  int64_t n = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    RINGLM_RETURN_IF_ERROR(Check(*items[i].cache, items[i].input));
+    for (size_t j = 0; j < i; ++j) {
+      if (items[j].cache == items[i].cache) {
+        return absl::InvalidArgumentError("a batch holds one session twice");
+      }
+    }
+    n += static_cast<int64_t>(items[i].input.tokens.size());
+  }
+  if (n == 0) return absl::InvalidArgumentError("an empty batch");
+  for (const StageBatchItem& it : items) {
+    RINGLM_RETURN_IF_ERROR(it.cache->Reserve(static_cast<uint32_t>(it.input.tokens.size())));
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const uint32_t n_past = items[i].cache->n_positions();
+    const uint32_t count = static_cast<uint32_t>(items[i].input.tokens.size());
+    layout.caches.push_back(items[i].cache);
+    for (uint32_t t = 0; t < count; ++t) {
+      layout.item.push_back(static_cast<uint32_t>(i));
+      layout.pos.push_back(n_past + t);
+    }
+    layout.max_keys = std::max(layout.max_keys, n_past + count);
+  }
   const ModelConfig& c = config_;
   const int64_t n_embd = c.n_embd;
   const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
   const int64_t kv_dim = c.n_embd_kv();
 
-  std::vector<float> x(n * n_embd);  // residual stream [n x n_embd]
-  if (weights_.is_first()) {
-    Embed(in.tokens, x.data());
-  } else {
-    std::copy(in.hidden.begin(), in.hidden.end(), x.begin());
+  std::vector<float> x(n * n_embd);  // residual stream [n x n_embd], items stacked
+  {
+    int64_t row = 0;
+    for (const StageBatchItem& it : items) {
+      if (weights_.is_first()) {
+        Embed(it.input.tokens, &x[row * n_embd]);
+      } else {
+        std::copy(it.input.hidden.begin(), it.input.hidden.end(), x.begin() + row * n_embd);
+      }
+      row += static_cast<int64_t>(it.input.tokens.size());
+    }
   }
   std::vector<float> cur(n * n_embd);   // normed input of a sub-block [n x n_embd]
   std::vector<float> q(n * q_dim);      // [n x n_head*head_dim]
@@ -150,21 +190,22 @@ absl::Status StageEngine::Forward(KvCache& cache, const StageInput& in, LogitsMo
     AddBias(w.bq, n, q_dim, q.data());
     AddBias(w.bk, n, kv_dim, k.data());
     AddBias(w.bv, n, kv_dim, v.data());
-    // RoPE at absolute positions, then K and V into the cache as f16.
+    // RoPE at absolute positions, then K and V into each session's cache as f16.
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t pos = n_past + t;
+      const int64_t pos = layout.pos[t];
       ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.rope_freq_base, c.rope_style);
       ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.rope_freq_base,
                 c.rope_style);
-      uint16_t* k_row = cache.key(cache_layer, n_past + t);
-      uint16_t* v_row = cache.value(cache_layer, n_past + t);
+      KvCache& cache = *layout.caches[layout.item[t]];
+      uint16_t* k_row = cache.key(cache_layer, layout.pos[t]);
+      uint16_t* v_row = cache.value(cache_layer, layout.pos[t]);
       for (int64_t i = 0; i < kv_dim; ++i) {
         k_row[i] = Fp32ToFp16(k[t * kv_dim + i]);
         v_row[i] = Fp32ToFp16(v[t * kv_dim + i]);
       }
     }
-    // Causal attention over the cache, output projection, residual.
-    Attention(cache, cache_layer, n_past, n, q.data(), attn.data());
+    // Causal attention over each session's cache, output projection, residual.
+    Attention(layout, cache_layer, q.data(), attn.data());
     Project(w.wo, attn.data(), n, proj.data(), pool_);
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
     // FFN norm, SwiGLU feed-forward, residual.
@@ -173,25 +214,58 @@ absl::Status StageEngine::Forward(KvCache& cache, const StageInput& in, LogitsMo
     }
     Project(w.gate, cur.data(), n, gate.data(), pool_);
     Project(w.up, cur.data(), n, up.data(), pool_);
-    SwiGlu(gate.data(), up.data(), gate.data(), n * c.n_ff);
+    // Row by row, as ggml does: the SIMD groups and the scalar tail then fall
+    // on the same elements of a position however many positions are stacked.
+    for (int64_t t = 0; t < n; ++t) {
+      SwiGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+    }
     Project(w.down, gate.data(), n, proj.data(), pool_);
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
   }
-  cache.Commit(in.tokens.data(), static_cast<uint32_t>(n));
+  for (const StageBatchItem& it : items) {
+    it.cache->Commit(it.input.tokens.data(), static_cast<uint32_t>(it.input.tokens.size()));
+  }
 
+  // Each item's rows of the stacked result.
+  std::vector<std::pair<int64_t, int64_t>> rows;  // [items]: first row, count
+  {
+    int64_t row = 0;
+    for (const StageBatchItem& it : items) {
+      const int64_t count = static_cast<int64_t>(it.input.tokens.size());
+      rows.emplace_back(row, count);
+      row += count;
+    }
+  }
   if (!weights_.is_last()) {
-    *output = std::move(x);
+    for (size_t i = 0; i < items.size(); ++i) {
+      items[i].output->assign(x.begin() + rows[i].first * n_embd,
+                              x.begin() + (rows[i].first + rows[i].second) * n_embd);
+    }
     return absl::OkStatus();
   }
   // Final norm and output head, for the positions asked for.
-  const int64_t first_row = mode == LogitsMode::kLastPosition ? n - 1 : 0;
-  const int64_t rows = n - first_row;
-  for (int64_t t = 0; t < rows; ++t) {
-    RmsNorm(&x[(first_row + t) * n_embd], weights_.output_norm(), &cur[t * n_embd], n_embd,
-            c.rms_eps);
+  if (mode == LogitsMode::kLastPosition) {
+    for (auto& [first, count] : rows) {
+      first += count - 1;
+      count = 1;
+    }
   }
-  output->resize(rows * c.n_vocab);
-  Project(weights_.output(), cur.data(), rows, output->data(), pool_);
+  int64_t out_rows = 0;
+  for (const auto& [first, count] : rows) {
+    for (int64_t t = 0; t < count; ++t, ++out_rows) {
+      RmsNorm(&x[(first + t) * n_embd], weights_.output_norm(), &cur[out_rows * n_embd], n_embd,
+              c.rms_eps);
+    }
+  }
+  std::vector<float> logits(out_rows * c.n_vocab);
+  Project(weights_.output(), cur.data(), out_rows, logits.data(), pool_);
+  int64_t done = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const int64_t count = rows[i].second;
+    items[i].output->assign(logits.begin() + done * c.n_vocab,
+                            logits.begin() + (done + count) * c.n_vocab);
+    done += count;
+  }
   return absl::OkStatus();
 }
 

@@ -22,6 +22,14 @@ struct StageInput {
   std::span<const float> hidden;    // [n x n_embd]; empty on the first stage
 };
 
+// One session's part of a batched pass: its cache, its new positions, and
+// where its result goes (as Forward's `output`).
+struct StageBatchItem {
+  KvCache* cache = nullptr;
+  StageInput input;
+  std::vector<float>* output = nullptr;
+};
+
 enum class LogitsMode {
   kLastPosition,  // logits of the last new position only: [n_vocab]
   kAllPositions,  // logits of every new position: [n x n_vocab]
@@ -48,15 +56,31 @@ class StageEngine {
   // error the cache is unchanged.
   absl::Status Forward(KvCache& cache, const StageInput& input, LogitsMode mode,
                        std::vector<float>* output) const;
+  // Several sessions' new positions in one pass: every weight matrix is
+  // read once for all their tokens stacked, and attention runs per session
+  // over its own cache. Each item's output and cache come out bit-identical
+  // to a Forward of that item alone, whatever else is in the batch (every
+  // kernel's per-row arithmetic is independent of the other rows). The
+  // caches must be distinct. Errors as Forward, for any item; then no cache
+  // changes.
+  absl::Status ForwardBatch(std::span<const StageBatchItem> items, LogitsMode mode) const;
+  // What Forward would refuse `input` for, without running it: bad input,
+  // or a full context.
+  absl::Status Check(const KvCache& cache, const StageInput& input) const;
 
   const ModelConfig& config() const { return config_; }
   const StageWeights& weights() const { return weights_; }
 
  private:
-  absl::Status CheckInput(const KvCache& cache, const StageInput& input) const;
+  // Where each stacked token of a batch belongs.
+  struct Layout {
+    std::vector<KvCache*> caches;  // [items]
+    std::vector<uint32_t> item;    // [tokens]: its item
+    std::vector<uint32_t> pos;     // [tokens]: its absolute position
+    uint32_t max_keys = 0;         // the most positions any token attends to
+  };
   void Embed(std::span<const int32_t> tokens, float* x) const;
-  void Attention(const KvCache& cache, uint32_t layer, uint32_t n_past, int64_t n, const float* q,
-                 float* out) const;
+  void Attention(const Layout& layout, uint32_t layer, const float* q, float* out) const;
 
   const ModelConfig& config_;
   const StageWeights& weights_;

@@ -3,6 +3,7 @@
 // leave exactly the positions they promise.
 #include "inference/stage_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -162,6 +163,88 @@ TEST_P(StageEngineTest, RejectsBadInputAndLeavesTheCacheUnchanged) {
   EXPECT_EQ(tail_engine.Forward(tail_cache, {two, {}}, LogitsMode::kLastPosition, &out).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(tail_cache.n_positions(), 0u);
+}
+
+// Batching across sessions changes nothing: each session's output and KV
+// are bit-identical to its solo run, on a first stage (hidden states out)
+// and a last stage (logits), for prefill chunks and decode steps mixed.
+TEST_P(StageEngineTest, BatchedSessionsAreBitIdenticalToSoloRuns) {
+  ThreadPool pool(2);
+  const uint32_t n_layer = LoadModel(GetParam(), std::nullopt)->config().n_layer;
+  std::unique_ptr<Model> head = LoadModel(GetParam(), LayerRange{0, 2});
+  std::unique_ptr<Model> tail = LoadModel(GetParam(), LayerRange{2, n_layer});
+  ASSERT_NE(head, nullptr);
+  ASSERT_NE(tail, nullptr);
+  StageEngine first(head->config(), head->weights(), &pool);
+  StageEngine last(tail->config(), tail->weights(), &pool);
+  // Per session: tokens already in its cache, then the new ones.
+  const std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> sessions = {
+      {{}, kPrompt},                                // a fresh prefill
+      {{1, 403, 407}, {261}},                       // a decode step
+      {kPrompt, {300, 270}},                        // a short chunk after a long past
+      {{1}, {403, 407, 261, 378, 432, 383, 286}}};  // a chunk after one token
+  for (LogitsMode mode : {LogitsMode::kLastPosition, LogitsMode::kAllPositions}) {
+    std::vector<KvCache> solo1, solo2, batch1, batch2;
+    std::vector<std::vector<float>> solo_hidden(sessions.size()), solo_out(sessions.size());
+    std::vector<std::vector<float>> batch_hidden(sessions.size()), batch_out(sessions.size());
+    std::vector<StageBatchItem> items1, items2;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      const auto& [past, fresh] = sessions[i];
+      for (auto* caches : {&solo1, &batch1}) caches->push_back(first.NewCache(256));
+      for (auto* caches : {&solo2, &batch2}) caches->push_back(last.NewCache(256));
+      if (!past.empty()) {
+        std::vector<float> h, l;
+        for (KvCache* c1 : {&solo1[i], &batch1[i]}) {
+          ASSERT_TRUE(first.Forward(*c1, {past, {}}, LogitsMode::kLastPosition, &h).ok());
+        }
+        for (KvCache* c2 : {&solo2[i], &batch2[i]}) {
+          ASSERT_TRUE(last.Forward(*c2, {past, h}, LogitsMode::kLastPosition, &l).ok());
+        }
+      }
+      ASSERT_TRUE(first.Forward(solo1[i], {fresh, {}}, mode, &solo_hidden[i]).ok());
+      ASSERT_TRUE(last.Forward(solo2[i], {fresh, solo_hidden[i]}, mode, &solo_out[i]).ok());
+    }
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      items1.push_back({&batch1[i], {sessions[i].second, {}}, &batch_hidden[i]});
+    }
+    ASSERT_TRUE(first.ForwardBatch(items1, mode).ok());
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      items2.push_back({&batch2[i], {sessions[i].second, batch_hidden[i]}, &batch_out[i]});
+    }
+    ASSERT_TRUE(last.ForwardBatch(items2, mode).ok());
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      SCOPED_TRACE("session " + std::to_string(i));
+      EXPECT_EQ(batch_hidden[i], solo_hidden[i]);  // bit for bit
+      EXPECT_EQ(batch_out[i], solo_out[i]);
+      EXPECT_EQ(batch2[i].tokens(), solo2[i].tokens());
+      const uint32_t n = solo2[i].n_positions();
+      for (uint32_t l = 0; l < solo2[i].n_layers(); ++l) {
+        const size_t count = size_t{n} * head->config().n_embd_kv();
+        EXPECT_TRUE(
+            std::equal(solo2[i].key(l, 0), solo2[i].key(l, 0) + count, batch2[i].key(l, 0)));
+        EXPECT_TRUE(
+            std::equal(solo2[i].value(l, 0), solo2[i].value(l, 0) + count, batch2[i].value(l, 0)));
+      }
+    }
+  }
+}
+
+TEST_P(StageEngineTest, ABatchWithABadItemChangesNoCache) {
+  ThreadPool pool(1);
+  std::unique_ptr<Model> m = LoadModel(GetParam(), std::nullopt);
+  StageEngine engine(m->config(), m->weights(), &pool);
+  KvCache a = engine.NewCache(256);
+  KvCache b = engine.NewCache(256);
+  std::vector<float> out_a, out_b;
+  const std::vector<int32_t> bad = {1, -5};
+  std::vector<StageBatchItem> items = {{&a, {kPrompt, {}}, &out_a}, {&b, {bad, {}}, &out_b}};
+  EXPECT_EQ(engine.ForwardBatch(items, LogitsMode::kLastPosition).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.n_positions(), 0u);
+  items[1] = {&a, {kPrompt, {}}, &out_b};  // the same session twice
+  EXPECT_EQ(engine.ForwardBatch(items, LogitsMode::kLastPosition).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.n_positions(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BundledModels, StageEngineTest,
