@@ -15,6 +15,7 @@
 #include "api/http_connection_gate.h"
 #include "api/openai_format.h"
 #include "api/web_page.h"
+#include "base/exclusive_port.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
 #include "spdlog/spdlog.h"
@@ -287,6 +288,7 @@ absl::Status ApiServer::Start() {
   impl_->host_check.emplace(o.host, o.allowed_hosts, o.cors_origins);
   impl_->Route();
   int port = o.port;
+  BindExclusively(impl_->server);
   if (o.port == 0) {
     port = impl_->server.bind_to_any_port(o.host);
   } else if (!impl_->server.bind_to_port(o.host, o.port)) {

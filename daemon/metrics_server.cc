@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/exclusive_port.h"
 
 namespace ringlm {
 
@@ -17,6 +18,7 @@ absl::Status MetricsServer::Start(const std::string& host, uint16_t port) {
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(registry_.RenderPrometheusText(), kPrometheusContentType);
   });
+  BindExclusively(*server_);
   const int bound = port == 0 ? server_->bind_to_any_port(host.c_str())
                               : (server_->bind_to_port(host.c_str(), port) ? port : -1);
   if (bound <= 0) {

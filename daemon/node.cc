@@ -157,6 +157,9 @@ absl::Status Node::Start() {
   // messages it will refuse (BDP probing would let it grow to many MiB).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 64);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // gRPC binds with SO_REUSEPORT by default: a second daemon on this port
+  // would bind too and take half the calls. A taken port is an error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {

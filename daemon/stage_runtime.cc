@@ -67,6 +67,7 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       options_(options),
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
+      sender_(RingSender::Limits{}),
       queue_(options.max_queued_steps, options.max_queued_bytes),
       worker_([this] { WorkerLoop(); }) {}
 
@@ -75,6 +76,7 @@ StageRuntime::~StageRuntime() { Stop(); }
 void StageRuntime::Stop() {
   queue_.Stop();
   if (worker_.joinable()) worker_.join();
+  sender_.Stop();
 }
 
 absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
@@ -229,7 +231,52 @@ bool StageRuntime::IsCancelled(const std::string& request_id) const {
   return it != requests_.end() && it->second.cancelled;
 }
 
-void StageRuntime::ForgetRequest(const std::string& request_id) { samplers_.erase(request_id); }
+void StageRuntime::Forget(const std::string& request_id, const std::string& origin) {
+  absl::MutexLock lock(&mu_);
+  (void)RecordRequestLocked(request_id, origin, /*cancel=*/true);
+  if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
+}
+
+StageRuntime::StepRef StageRuntime::RefOf(const v1::StageStepRequest& request) {
+  return StepRef{request.request_id(), request.origin(), request.stage_index()};
+}
+
+void StageRuntime::SendStep(const std::string& to, v1::StageStepRequest step, StepRef from,
+                            std::string what) {
+  auto send = [this, to, step = std::move(step), from = std::move(from), what = std::move(what)] {
+    if (absl::Status s = transport_->StageStep(to, step); !s.ok()) {
+      ReportError(from, absl::Status(s.code(), absl::StrCat(what, ": ", s.message())));
+    }
+  };
+  // To itself: straight into its own queue, which never blocks.
+  if (to == self_id_) return send();
+  const uint64_t bytes = step.ByteSizeLong();
+  if (!sender_.Post(to, std::move(send), bytes)) {
+    ReportError(from, absl::ResourceExhaustedError(
+                          absl::StrCat(what, ": the send queue to node ", to, " is full")));
+  }
+}
+
+void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver) {
+  auto send = [this, origin, deliver = std::move(deliver)] {
+    v1::DeliverTokenReply reply;
+    absl::Status s = transport_->DeliverToken(origin, deliver, &reply);
+    if (!s.ok() && Allow("deliver")) {
+      spdlog::warn("request {}: cannot deliver to origin {}: {}", deliver.request_id(), origin,
+                   s.ToString());
+    }
+    // The origin is gone, or it says stop: nobody wants more.
+    if (!s.ok() || reply.cancel()) Forget(deliver.request_id(), origin);
+  };
+  if (origin == self_id_) return send();
+  const uint64_t bytes = deliver.ByteSizeLong();
+  if (!sender_.Post(origin, std::move(send), bytes)) {
+    if (Allow("deliver")) {
+      spdlog::warn("request {}: the send queue to origin {} is full", deliver.request_id(), origin);
+    }
+    Forget(deliver.request_id(), origin);
+  }
+}
 
 void StageRuntime::WorkerLoop() {
   while (true) {
@@ -285,14 +332,14 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
   for (const v1::StageStepRequest& request : batch) {
     if (IsCancelled(request.request_id())) continue;
     if (bundle == nullptr) {
-      ReportError(request, absl::FailedPreconditionError(
-                               absl::StrCat("this node no longer holds layers [",
-                                            stage.first_layer(), ", ", stage.last_layer(), ")")));
+      ReportError(RefOf(request), absl::FailedPreconditionError(absl::StrCat(
+                                      "this node no longer holds layers [", stage.first_layer(),
+                                      ", ", stage.last_layer(), ")")));
       continue;
     }
     absl::StatusOr<Prepared> p = Prepare(request, *bundle);
     if (!p.ok()) {
-      ReportError(request, p.status());
+      ReportError(RefOf(request), p.status());
       continue;
     }
     ready.push_back(*std::move(p));
@@ -302,7 +349,7 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
   for (Prepared& p : ready) items.push_back({&p.lease.cache(), InputOf(p), &p.out});
   const auto forward_start = std::chrono::steady_clock::now();
   if (absl::Status s = bundle->engine->ForwardBatch(items, LogitsMode::kLastPosition); !s.ok()) {
-    for (const Prepared& p : ready) ReportError(*p.request, s);  // Prepare checked each
+    for (const Prepared& p : ready) ReportError(RefOf(*p.request), s);  // Prepare checked each
     return;
   }
   if (options_.forward_seconds != nullptr) {
@@ -311,7 +358,7 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
   }
   if (options_.batch_steps != nullptr) options_.batch_steps->Observe(ready.size());
   for (Prepared& p : ready) {
-    if (absl::Status s = Continue(p, *bundle); !s.ok()) ReportError(*p.request, s);
+    if (absl::Status s = Continue(p, *bundle); !s.ok()) ReportError(RefOf(*p.request), s);
   }
 }
 
@@ -329,11 +376,8 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
     next.set_sample(request.sample());
     next.set_generated(request.generated());
     *next.mutable_hidden() = EncodeHidden(p.out, n, model_.config().n_embd, request.wire_dtype());
-    absl::Status s = transport_->StageStep(request.plan().stages(index + 1).node_id(), next);
-    if (!s.ok()) {
-      return absl::Status(s.code(),
-                          absl::StrCat("forwarding to stage ", index + 1, ": ", s.message()));
-    }
+    SendStep(request.plan().stages(index + 1).node_id(), std::move(next), RefOf(request),
+             absl::StrCat("forwarding to stage ", index + 1));
     return absl::OkStatus();
   }
   if (!request.sample()) return absl::OkStatus();  // a prompt chunk that is not the last
@@ -416,28 +460,22 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
              n_positions >= model_.context_size()) {
     deliver.set_finish_reason(v1::FINISH_REASON_LENGTH);
   }
-  v1::DeliverTokenReply reply;
-  if (absl::Status s = transport_->DeliverToken(request.origin(), deliver, &reply); !s.ok()) {
-    if (Allow("deliver")) {
-      spdlog::warn("request {}: cannot deliver token to origin {}: {}", request.request_id(),
-                   request.origin(), s.ToString());
-    }
-    ForgetRequest(request.request_id());
-    return absl::OkStatus();  // the origin is gone: nobody to report to
-  }
-  if (reply.cancel() || deliver.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-    ForgetRequest(request.request_id());
+  const bool last = deliver.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  SendDelivery(request.origin(), std::move(deliver));
+  if (last) {
+    samplers_.erase(request.request_id());
     return absl::OkStatus();
   }
+  // The token goes around the ring at once, beside its delivery: if the
+  // origin turns out to be gone or to want no more, Forget drops the
+  // request here when that step comes back.
   v1::StageStepRequest next = NextStep(request, 0);
   next.set_position(n_positions);
   next.add_tokens(token);
   next.set_sample(true);
   next.set_generated(index + 1);
-  absl::Status s = transport_->StageStep(request.plan().stages(0).node_id(), next);
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("sending the token to stage 0: ", s.message()));
-  }
+  SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
+           "sending the token to stage 0");
   return absl::OkStatus();
 }
 
@@ -496,27 +534,21 @@ absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
   return lease;
 }
 
-void StageRuntime::ReportError(const v1::StageStepRequest& request, const absl::Status& status) {
-  ForgetRequest(request.request_id());
+void StageRuntime::ReportError(const StepRef& step, const absl::Status& status) {
   if (Allow("failed")) {
-    spdlog::warn("request {}: stage {} failed: {}", request.request_id(), request.stage_index(),
+    spdlog::warn("request {}: stage {} failed: {}", step.request_id, step.stage_index,
                  status.ToString());
   }
   v1::DeliverTokenRequest deliver;
   deliver.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-  deliver.set_request_id(request.request_id());
+  deliver.set_request_id(step.request_id);
   deliver.set_finish_reason(v1::FINISH_REASON_ERROR);
   deliver.set_error(
-      absl::StrCat("stage ", request.stage_index(), " (node ", self_id_, "): ", status.message()));
+      absl::StrCat("stage ", step.stage_index, " (node ", self_id_, "): ", status.message()));
   deliver.set_error_code(static_cast<int32_t>(status.code()));
   deliver.set_cache_miss(IsCacheMiss(status));
-  v1::DeliverTokenReply reply;
-  if (absl::Status s = transport_->DeliverToken(request.origin(), deliver, &reply); !s.ok()) {
-    if (Allow("report")) {
-      spdlog::warn("request {}: cannot report the error to origin {}: {}", request.request_id(),
-                   request.origin(), s.ToString());
-    }
-  }
+  SendDelivery(step.origin, std::move(deliver));
+  Forget(step.request_id, step.origin);
 }
 
 }  // namespace ringlm

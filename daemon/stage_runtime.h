@@ -18,6 +18,7 @@
 #include "base/log_rate_limiter.h"
 #include "base/metrics.h"
 #include "daemon/caller.h"
+#include "daemon/ring_sender.h"
 #include "daemon/step_queue.h"
 #include "daemon/step_validator.h"
 #include "daemon/transport.h"
@@ -139,14 +140,32 @@ class StageRuntime {
   // (prompt and reply so far), from which a missing sampler is rebuilt.
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       std::span<const int32_t> history);
-  void ReportError(const v1::StageStepRequest& request, const absl::Status& status);
+  // Which step of which request, for reports sent after the step is gone.
+  struct StepRef {
+    std::string request_id;
+    std::string origin;
+    uint32_t stage_index = 0;
+  };
+  static StepRef RefOf(const v1::StageStepRequest& request);
+  // Tells the origin (off this thread) that the step failed, and forgets
+  // the request here.
+  void ReportError(const StepRef& step, const absl::Status& status);
+  // Sends `step` to node `to` off the worker thread (RingSender), in order
+  // per destination; a failure is reported for `from`, prefixed by `what`.
+  void SendStep(const std::string& to, v1::StageStepRequest step, StepRef from, std::string what);
+  // Delivers a token (or an error) to its origin in order, off the worker
+  // thread. A failed delivery or a cancel in the reply forgets the request.
+  void SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver);
+  // The request is over here: its sampler goes before the next batch, and
+  // its later steps are dropped. Any thread.
+  void Forget(const std::string& request_id, const std::string& origin);
   absl::Status Authorize(const v1::StageStepRequest& request, const Caller& caller) const;
   // Records `request_id` as `origin`'s; PermissionDenied when another origin
   // holds it, ResourceExhausted when the table is full of live requests.
   absl::Status RecordRequestLocked(const std::string& request_id, const std::string& origin,
                                    bool cancel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsCancelled(const std::string& request_id) const;
-  void ForgetRequest(const std::string& request_id);
+
   // The session store key of a request's session: its origin's namespace.
   static std::string SessionKey(const std::string& origin, const std::string& session_id);
 
@@ -175,6 +194,7 @@ class StageRuntime {
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};
   bool Allow(std::string_view kind) { return warnings_.Allow(kind); }
+  RingSender sender_;
   StepQueue queue_;
   std::thread worker_;  // last: started once the rest exists
 };

@@ -315,5 +315,46 @@ TEST(ClusterTest, ATakenDefaultMetricsPortDoesNotStopANode) {
   close(blocker);
 }
 
+// A second daemon on a port a first one holds must fail to start, for each
+// of its listeners: sharing the port would split the first one's calls.
+TEST(ClusterTest, ADaemonOnATakenPortFailsToStartInsteadOfSharingIt) {
+  const std::string dir = testing::MakeTempDir("taken-port");
+  const uint16_t grpc = testing::FreeTcpPort(), api = testing::FreeTcpPort(),
+                 metrics = testing::FreeTcpPort(), udp = testing::FreeUdpPort();
+  auto args = [&](const std::string& name, uint16_t g, uint16_t a, uint16_t m) {
+    return std::vector<std::string>{
+        testing::RinglmdPath(), "--model",          testing::ModelPath("stories260K-f32.gguf"),
+        "--grpc-host",          "127.0.0.1",        "--grpc-port",
+        std::to_string(g),      "--api-host",       "127.0.0.1",
+        "--api-port",           std::to_string(a),  "--metrics-port",
+        std::to_string(m),      "--discovery-port", std::to_string(udp),
+        "--loopback-only",      "--insecure",       "--state-dir",
+        dir + "/" + name,       "--threads",        "1"};
+  };
+  auto first = ChildProcess::Start(args("first", grpc, api, metrics), dir + "/first.log");
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return (*first)->Log().find("API at") != std::string::npos; }, 20s))
+      << (*first)->Log();
+  struct Case {
+    const char* name;
+    uint16_t grpc, api, metrics;
+    const char* error;
+  };
+  for (const Case& c :
+       {Case{"grpc", grpc, testing::FreeTcpPort(), testing::FreeTcpPort(), "(is the port in use?)"},
+        Case{"api", testing::FreeTcpPort(), api, testing::FreeTcpPort(), "cannot bind the API"},
+        Case{"metrics", testing::FreeTcpPort(), testing::FreeTcpPort(), metrics,
+             "cannot listen for /metrics"}}) {
+    SCOPED_TRACE(c.name);
+    auto second =
+        ChildProcess::Start(args(c.name, c.grpc, c.api, c.metrics), dir + "/" + c.name + ".log");
+    ASSERT_TRUE(second.ok());
+    EXPECT_TRUE((*second)->Wait(20s)) << "it shares the port\n" << (*second)->Log();
+    EXPECT_NE((*second)->Log().find(c.error), std::string::npos) << (*second)->Log();
+  }
+  EXPECT_TRUE((*first)->Running());
+}
+
 }  // namespace
 }  // namespace ringlm

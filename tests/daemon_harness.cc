@@ -12,10 +12,12 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ringlm::testing {
 
@@ -83,7 +85,8 @@ std::string ModelPath(const std::string& file) {
 
 namespace {
 
-uint16_t FreePort(int type) {
+// One port from the kernel's ephemeral range, bound and released.
+uint16_t AnyFreePort(int type) {
   const int fd = socket(AF_INET, type, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -97,6 +100,20 @@ uint16_t FreePort(int type) {
   }
   close(fd);
   return port;
+}
+
+// A released port may come back from the next bind: never hand out one
+// port twice in a process, or two listeners of one test (a gRPC server and
+// a metrics server, say) could share it, SO_REUSEPORT splitting the calls.
+uint16_t FreePort(int type) {
+  static absl::Mutex mu;
+  static auto* given = new std::set<std::pair<int, uint16_t>>();
+  absl::MutexLock lock(&mu);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const uint16_t port = AnyFreePort(type);
+    if (port != 0 && given->insert({type, port}).second) return port;
+  }
+  return 0;
 }
 
 }  // namespace
