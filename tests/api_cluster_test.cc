@@ -429,17 +429,6 @@ TEST(ApiClusterTest, EightConcurrentStreamsEachGetTheirOwnText) {
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], expected[i]) << prompts[i];
 }
 
-std::vector<PrometheusSample> Scrape(uint16_t port) {
-  httplib::Client client("127.0.0.1", port);
-  auto res = client.Get("/metrics");
-  EXPECT_TRUE(res && res->status == 200);
-  if (!res) return {};
-  EXPECT_EQ(res->get_header_value("Content-Type"), kPrometheusContentType);
-  absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(res->body);
-  EXPECT_TRUE(samples.ok()) << samples.status() << "\n" << res->body;
-  return samples.ok() ? *samples : std::vector<PrometheusSample>{};
-}
-
 // A non-streaming request on a model that seldom stops (random weights),
 // whose client hangs up: the head cancels it along the ring, as its metrics
 // show, long before max_tokens.
@@ -456,7 +445,7 @@ TEST(ApiClusterTest, ANonStreamingRequestStopsWhenItsClientDisconnects) {
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
   const MetricLabels cancelled = {{"finish", "cancelled"}};
   auto metric = [&](const char* name, const MetricLabels& labels = {}) {
-    return FindSample(Scrape(cluster.metrics_port(0)), name, labels).value_or(-1);
+    return FindSample(cluster.Metrics(0), name, labels).value_or(-1);
   };
   ASSERT_EQ(metric("ringlm_requests_total", cancelled), 0);
 
@@ -494,7 +483,7 @@ TEST(ApiClusterTest, ANonStreamingRequestStopsWhenItsClientDisconnects) {
 TEST(ApiClusterTest, MetricsParseAsPrometheusTextAndMoveWithRequests) {
   LoopbackCluster cluster(HeadOptions());
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
-  const auto before = Scrape(cluster.metrics_port(0));
+  const auto before = cluster.Metrics(0);
   const MetricLabels length = {{"finish", "length"}};
   const double requests_before = FindSample(before, "ringlm_requests_total", length).value_or(-1);
   EXPECT_EQ(requests_before, 0);
@@ -504,7 +493,7 @@ TEST(ApiClusterTest, MetricsParseAsPrometheusTextAndMoveWithRequests) {
   messages.push_back({{"role", "user"}, {"content", kTurns[1]}});
   Reply second = Chat(cluster.api_port(), messages);
   ASSERT_EQ(second.status, 200);
-  const auto after = Scrape(cluster.metrics_port(0));
+  const auto after = cluster.Metrics(0);
   EXPECT_EQ(FindSample(after, "ringlm_requests_total", length), 2);
   EXPECT_EQ(FindSample(after, "ringlm_generated_tokens_total"), 2 * kMaxTokens);
   EXPECT_EQ(FindSample(after, "ringlm_prompt_tokens_total"),
@@ -514,7 +503,7 @@ TEST(ApiClusterTest, MetricsParseAsPrometheusTextAndMoveWithRequests) {
   EXPECT_EQ(FindSample(after, "ringlm_time_to_first_token_seconds_count"), 2);
   EXPECT_EQ(FindSample(after, "ringlm_peers"), 2);
   for (size_t i = 0; i < cluster.size(); ++i) {
-    const auto node = Scrape(cluster.metrics_port(i));
+    const auto node = cluster.Metrics(i);
     EXPECT_GT(FindSample(node, "ringlm_stage_forward_seconds_count").value_or(0), 0) << i;
     EXPECT_GT(FindSample(node, "ringlm_layers_held").value_or(0), 0) << i;
   }

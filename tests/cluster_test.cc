@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
 #include "tests/daemon_harness.h"
+#include "tests/generation_stream.h"
 #include "tests/grpc_test_clients.h"
 #include "tests/local_generation.h"
 #include "tests/loopback_cluster.h"
@@ -163,6 +164,55 @@ TEST(ClusterTest, KillingTheMiddleNodeCostsAPauseAndTheRequestCompletes) {
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(entry, 2); }, 20s)) << cluster.Logs();
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
   EXPECT_EQ(ClusterGreedy(cluster, entry, "Once upon a time", 64), local);
+}
+
+// Many users at once: 16 requests of mixed prompts, lengths and sampling
+// run together through a 3-node ring, each stage batches them, and each gets
+// exactly the ids it gets alone.
+TEST(ClusterTest, SixteenConcurrentRequestsOfMixedLengthsEachGetTheirSoloIds) {
+  // A wider model than stories260K, so that compute, not the hops, takes
+  // the time and steps of different requests meet in the stages' queues.
+  const std::string model = testing::MakeTempDir("ringlm-batch") + "/tiny.gguf";
+  testing::CommandResult synth = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type q8_0 --out ", model), false);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  LoopbackCluster::Options options;
+  options.model = model;
+  options.extra_args = {"--ctx-size", "1024"};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 20s)) << cluster.Logs();
+  constexpr int kRequests = 16;
+  const char* openings[] = {"Once upon a time", "Lily had a red ball", "The sun was up",
+                            "Tom and his dog"};
+  auto stream = [&](int i) {
+    const testing::Sampling sampling =
+        i % 4 == 3 ? testing::Sampling{.temperature = 0.8f, .seed = static_cast<uint64_t>(i)}
+                   : testing::Sampling{};
+    return std::make_unique<testing::GenerationStream>(cluster, sampling, 16 + 9 * i,
+                                                       openings[i % 4]);
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < kRequests; ++i) {
+    auto [ids, status] = stream(i)->Finish();
+    ASSERT_TRUE(status.ok()) << status;
+    alone.push_back(ids);
+  }
+  std::vector<std::unique_ptr<testing::GenerationStream>> together;
+  for (int i = 0; i < kRequests; ++i) together.push_back(stream(i));
+  for (int i = 0; i < kRequests; ++i) {
+    auto [ids, status] = together[i]->Finish();
+    EXPECT_TRUE(status.ok()) << "request " << i << ": " << status;
+    EXPECT_EQ(ids, alone[i]) << "request " << i;
+  }
+  // How much the stages batched depends on timing (steps of different
+  // requests must wait together); daemon/stage_runtime_test.cc asserts that
+  // they do. Here it is only reported.
+  for (size_t n = 0; n < cluster.size(); ++n) {
+    const auto metrics = cluster.Metrics(n);
+    std::printf("node %zu: %.0f steps in %.0f batches\n", n,
+                FindSample(metrics, "ringlm_stage_batch_steps_sum").value_or(0),
+                FindSample(metrics, "ringlm_stage_batch_steps_count").value_or(0));
+  }
 }
 
 // Sends raw datagrams to the shared discovery port.

@@ -10,8 +10,11 @@ namespace {
 constexpr char kPrompt[] = "Once upon a time, there was a little girl named Lily. She";
 }  // namespace
 
-GenerationStream::GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens)
-    : thread_([this, &cluster, sampling, tokens] { Run(cluster, sampling, tokens); }) {}
+GenerationStream::GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens,
+                                   std::string prompt)
+    : thread_([this, &cluster, sampling, tokens, prompt = std::move(prompt)] {
+        Run(cluster, sampling, tokens, prompt.empty() ? kPrompt : prompt);
+      }) {}
 
 GenerationStream::~GenerationStream() {
   if (thread_.joinable()) thread_.join();
@@ -55,10 +58,11 @@ int GenerationStream::tokens() {
   return static_cast<int>(ids_.size());
 }
 
-void GenerationStream::Run(const LoopbackCluster& cluster, Sampling sampling, int tokens) {
+void GenerationStream::Run(const LoopbackCluster& cluster, Sampling sampling, int tokens,
+                           const std::string& prompt) {
   v1::GenerateRequest request;
   request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-  request.set_prompt(kPrompt);
+  request.set_prompt(prompt);
   request.mutable_limits()->set_max_tokens(tokens);
   request.mutable_limits()->set_ignore_eos(true);
   request.mutable_sampling()->set_temperature(sampling.temperature);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,13 +22,14 @@ struct Sampling {
   uint64_t seed = 0;
 };
 
-// Generates `tokens` tokens (past EOS) from a fixed prompt through node 0 of
-// `cluster`, which must outlive it. Finish() joins; call it before the
-// destructor. Thread-safe.
+// Generates `tokens` tokens (past EOS) from `prompt` (a fixed story opening
+// by default) through node 0 of `cluster`, which must outlive it. Finish()
+// joins; call it before the destructor. Thread-safe.
 class GenerationStream {
  public:
   using Clock = std::chrono::steady_clock;
-  GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens);
+  GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens,
+                   std::string prompt = "");
   ~GenerationStream();
   GenerationStream(const GenerationStream&) = delete;
   GenerationStream& operator=(const GenerationStream&) = delete;
@@ -45,7 +47,8 @@ class GenerationStream {
   int tokens();
 
  private:
-  void Run(const LoopbackCluster& cluster, Sampling sampling, int tokens);
+  void Run(const LoopbackCluster& cluster, Sampling sampling, int tokens,
+           const std::string& prompt);
 
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
 #include "security/cluster_key.h"
 
 namespace ringlm::testing {
@@ -89,6 +91,19 @@ std::string LoopbackCluster::StateDir(size_t i) const { return absl::StrCat(dir_
 
 std::string LoopbackCluster::Address(size_t i) const {
   return absl::StrCat("127.0.0.1:", ports_[i]);
+}
+
+std::vector<PrometheusSample> LoopbackCluster::Metrics(size_t i) const {
+  httplib::Client client("127.0.0.1", metrics_ports_[i]);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(5, 0);
+  auto res = client.Get("/metrics");
+  EXPECT_TRUE(res && res->status == 200) << "node " << i;
+  if (!res) return {};
+  EXPECT_EQ(res->get_header_value("Content-Type"), kPrometheusContentType);
+  absl::StatusOr<std::vector<PrometheusSample>> samples = ParsePrometheusText(res->body);
+  EXPECT_TRUE(samples.ok()) << samples.status() << "\n" << res->body;
+  return samples.ok() ? *samples : std::vector<PrometheusSample>{};
 }
 
 nlohmann::json LoopbackCluster::Status(size_t i) const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "nlohmann/json.hpp"
 #include "tests/daemon_harness.h"
 
@@ -54,6 +55,9 @@ class LoopbackCluster {
   // Node i's state directory (its node id and TLS key).
   std::string StateDir(size_t i) const;
 
+  // GET /metrics of node i, parsed (a test failure, and empty, when that
+  // fails).
+  std::vector<PrometheusSample> Metrics(size_t i) const;
   // `ringlm status --json` against node i; null when it fails.
   nlohmann::json Status(size_t i) const;
   // True when node i sees `n` nodes, all ready, and a plan over all of them.
