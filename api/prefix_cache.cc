@@ -42,6 +42,9 @@ struct Session {
   std::string id;
   Node* node = nullptr;  // where its recorded sequence ends; null = nothing recorded
   uint64_t tokens = 0;   // length of the recorded sequence
+  // How much of it was the prompt of the request that recorded it; the rest
+  // is that request's reply.
+  uint64_t prompt_tokens = 0;
   uint64_t last_used = 0;
   bool busy = false;
 };
@@ -225,25 +228,28 @@ PrefixCache::Lease PrefixCache::Begin(std::span<const int32_t> prompt) {
   PrefixReuse reuse;
   if (!m.options.enabled) {
     reuse.session_id = m.NewId();
-    return Lease(this, std::move(reuse));
+    return Lease(this, std::move(reuse), prompt.size());
   }
   const uint64_t now = ++m.tick;
   auto [node, lcp] = m.Match(prompt);
   const size_t reuse_len = prompt.empty() ? 0 : std::min(lcp, prompt.size() - 1);
   Session* source = reuse_len > 0 ? Impl::MostRecentBelow(node) : nullptr;
 
-  if (source != nullptr && !source->busy) {
-    // Continue the idle session in place. The stages truncate its KV to
-    // reuse_len, so from now on it only reliably holds that prefix: record
-    // just that, so a concurrent request never forks from positions that
-    // are being overwritten.
+  if (source != nullptr && !source->busy && reuse_len >= source->prompt_tokens) {
+    // The same conversation, continued: the match covers the whole prompt
+    // the session last ran, so truncating it loses at most that request's
+    // reply (which this prompt carries again). Continue in place. The stages
+    // truncate its KV to reuse_len, so from now on it only reliably holds
+    // that prefix: record just that, so a concurrent request never forks
+    // from positions that are being overwritten.
     m.idle_lru.erase(source->last_used);
     source->busy = true;
     source->last_used = now;
     m.Record(source, prompt.first(reuse_len));
+    source->prompt_tokens = reuse_len;
     reuse.session_id = source->id;
     reuse.reuse_len = static_cast<uint32_t>(reuse_len);
-    return Lease(this, std::move(reuse));
+    return Lease(this, std::move(reuse), prompt.size());
   }
 
   auto fresh = std::make_unique<Session>();
@@ -251,12 +257,14 @@ PrefixCache::Lease PrefixCache::Begin(std::span<const int32_t> prompt) {
   fresh->busy = true;
   fresh->last_used = now;
   reuse.session_id = fresh->id;
-  if (source != nullptr) {  // busy: fork it
+  if (source != nullptr) {
+    // Busy, or another conversation that shares only a prefix (a system
+    // prompt, an earlier turn): fork it, and leave it whole.
     reuse.fork_from = source->id;
     reuse.reuse_len = static_cast<uint32_t>(reuse_len);
   }
   m.sessions.emplace(fresh->id, std::move(fresh));
-  return Lease(this, std::move(reuse));
+  return Lease(this, std::move(reuse), prompt.size());
 }
 
 void PrefixCache::End(Lease& lease, std::vector<int32_t> kv_tokens) {
@@ -278,6 +286,7 @@ void PrefixCache::End(Lease& lease, std::vector<int32_t> kv_tokens) {
       Session* s = it->second.get();
       if (!s->busy) m.idle_lru.erase(s->last_used);
       m.Record(s, kv_tokens);
+      s->prompt_tokens = std::min<uint64_t>(lease.prompt_len_, kv_tokens.size());
       s->busy = false;
       s->last_used = ++m.tick;
       if (s->node != nullptr) {
@@ -314,13 +323,16 @@ size_t PrefixCache::size() const {
 }
 
 PrefixCache::Lease::Lease(Lease&& other) noexcept
-    : cache_(std::exchange(other.cache_, nullptr)), reuse_(std::move(other.reuse_)) {}
+    : cache_(std::exchange(other.cache_, nullptr)),
+      reuse_(std::move(other.reuse_)),
+      prompt_len_(other.prompt_len_) {}
 
 PrefixCache::Lease& PrefixCache::Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
     if (cache_ != nullptr) cache_->Abandon(*this);
     cache_ = std::exchange(other.cache_, nullptr);
     reuse_ = std::move(other.reuse_);
+    prompt_len_ = other.prompt_len_;
   }
   return *this;
 }

@@ -37,10 +37,13 @@ class PrefixCache {
   class Lease;
 
   // Picks the recorded sequence with the longest common prefix with
-  // `prompt`. If its session is idle, the request continues it in place;
-  // if busy, the request forks it into a new session. reuse_len is at most
-  // prompt.size() - 1 (at least one token is always computed). With no
-  // match (or the cache disabled), a new session with reuse_len 0.
+  // `prompt`. The request continues its session in place only when that
+  // session is idle and the match covers the whole prompt it last ran (the
+  // same conversation, continued: at most its last reply is rewritten).
+  // Otherwise (busy, or another conversation sharing only a prefix) the
+  // request forks it into a new session and leaves it whole. reuse_len is
+  // at most prompt.size() - 1 (at least one token is always computed). With
+  // no match (or the cache disabled), a new session with reuse_len 0.
   Lease Begin(std::span<const int32_t> prompt);
 
   // What the stages now hold for the lease's session: the prompt and the
@@ -65,9 +68,11 @@ class PrefixCache::Lease {
 
  private:
   friend class PrefixCache;
-  Lease(PrefixCache* cache, PrefixReuse reuse) : cache_(cache), reuse_(std::move(reuse)) {}
+  Lease(PrefixCache* cache, PrefixReuse reuse, size_t prompt_len)
+      : cache_(cache), reuse_(std::move(reuse)), prompt_len_(prompt_len) {}
   PrefixCache* cache_ = nullptr;
   PrefixReuse reuse_;
+  size_t prompt_len_ = 0;  // of the request, for End
 };
 
 }  // namespace ringlm

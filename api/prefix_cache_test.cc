@@ -35,6 +35,11 @@ struct EvictLog {
   }
 };
 
+// The session whose KV a request reuses: its own, or the one it forks.
+std::string Source(const PrefixReuse& r) {
+  return r.fork_from.empty() ? r.session_id : r.fork_from;
+}
+
 // Begins and ends a request recording `seq`; returns its session id.
 std::string Put(PrefixCache& cache, const Tokens& seq) {
   PrefixCache::Lease lease = cache.Begin(seq);
@@ -77,34 +82,34 @@ TEST(PrefixCacheTest, LongestPrefixOnBranchingSequences) {
 
   {
     PrefixCache::Lease l = cache.Begin(Tokens{1, 2, 3, 4, 5, 6, 7});
-    EXPECT_EQ(l.reuse().session_id, a);
+    EXPECT_EQ(Source(l.reuse()), a);
     EXPECT_EQ(l.reuse().fork_from, "");
     EXPECT_EQ(l.reuse().reuse_len, 5u);
     cache.End(l, {1, 2, 3, 4, 5, 6, 7, 8});
   }
   {
     PrefixCache::Lease l = cache.Begin(Tokens{1, 2, 3, 9, 9, 0});
-    EXPECT_EQ(l.reuse().session_id, b);
+    EXPECT_EQ(Source(l.reuse()), b);
     EXPECT_EQ(l.reuse().reuse_len, 5u);
     cache.End(l, {1, 2, 3, 9, 9, 9});
   }
   {
     PrefixCache::Lease l = cache.Begin(Tokens{1, 7, 7});
-    EXPECT_EQ(l.reuse().session_id, c);
+    EXPECT_EQ(Source(l.reuse()), c);
     EXPECT_EQ(l.reuse().reuse_len, 2u);
     cache.End(l, {1, 7});
   }
   {  // shares only token 1 with everything: the most recently used wins
     PrefixCache::Lease l = cache.Begin(Tokens{1, 5});
-    EXPECT_EQ(l.reuse().session_id, c);
+    EXPECT_EQ(Source(l.reuse()), c);
     EXPECT_EQ(l.reuse().reuse_len, 1u);
     cache.End(l, {1, 7});
   }
   {  // no common prefix at all
     PrefixCache::Lease l = cache.Begin(Tokens{8, 1, 2});
-    EXPECT_NE(l.reuse().session_id, a);
-    EXPECT_NE(l.reuse().session_id, b);
-    EXPECT_NE(l.reuse().session_id, c);
+    EXPECT_NE(Source(l.reuse()), a);
+    EXPECT_NE(Source(l.reuse()), b);
+    EXPECT_NE(Source(l.reuse()), c);
     EXPECT_EQ(l.reuse().reuse_len, 0u);
     cache.Abandon(l);
   }
@@ -115,7 +120,7 @@ TEST(PrefixCacheTest, MatchEndingMidEdgeAndAtInnerNode) {
     PrefixCache cache({}, nullptr);
     std::string a = Put(cache, {10, 11, 12, 13, 14, 15});
     PrefixCache::Lease l = cache.Begin(Tokens{10, 11, 12, 99});
-    EXPECT_EQ(l.reuse().session_id, a);
+    EXPECT_EQ(Source(l.reuse()), a);
     EXPECT_EQ(l.reuse().reuse_len, 3u);
     cache.End(l, {10, 11, 12, 99});
   }
@@ -125,30 +130,33 @@ TEST(PrefixCacheTest, MatchEndingMidEdgeAndAtInnerNode) {
   const std::string a = ids[0], b = ids[1];
   {  // stops at the inner node: both pass through it, b is more recent
     PrefixCache::Lease l = cache.Begin(Tokens{10, 11, 12, 30});
-    EXPECT_EQ(l.reuse().session_id, b);
+    EXPECT_EQ(Source(l.reuse()), b);
     EXPECT_EQ(l.reuse().reuse_len, 3u);
     cache.End(l, {10, 11, 12, 20, 21});
   }
+  std::string a2;
   {  // stops inside the edge below the inner node, on a's branch
     PrefixCache::Lease l = cache.Begin(Tokens{10, 11, 12, 13, 14, 0});
-    EXPECT_EQ(l.reuse().session_id, a);
+    EXPECT_EQ(Source(l.reuse()), a);
     EXPECT_EQ(l.reuse().reuse_len, 5u);
+    a2 = l.reuse().session_id;  // a fork: the match ends inside a's prompt
     cache.End(l, {10, 11, 12, 13, 14, 15});
   }
   {  // a prompt ending at the inner node reuses all but its last token
     PrefixCache::Lease l = cache.Begin(Tokens{10, 11, 12});
-    EXPECT_EQ(l.reuse().session_id, a);  // a is now the most recent
+    EXPECT_EQ(Source(l.reuse()), a2);  // the most recent through it
     EXPECT_EQ(l.reuse().reuse_len, 2u);
     cache.End(l, {10, 11, 12, 13, 14, 15});
   }
-  EXPECT_EQ(cache.size(), 2u);
+  // a and b, and the three forks of them (none was truncated).
+  EXPECT_EQ(cache.size(), 5u);
 }
 
 TEST(PrefixCacheTest, ExactResendReusesAllButLastToken) {
   PrefixCache cache({}, nullptr);
   std::string a = Put(cache, {1, 2, 3, 4});
   PrefixCache::Lease l = cache.Begin(Tokens{1, 2, 3, 4});
-  EXPECT_EQ(l.reuse().session_id, a);
+  EXPECT_EQ(Source(l.reuse()), a);
   EXPECT_EQ(l.reuse().reuse_len, 3u);
   cache.End(l, {1, 2, 3, 4, 5});
 
@@ -162,6 +170,41 @@ TEST(PrefixCacheTest, ExactResendReusesAllButLastToken) {
   PrefixCache::Lease empty = cache.Begin(Tokens{});
   EXPECT_EQ(empty.reuse().reuse_len, 0u);
   cache.Abandon(empty);
+}
+
+// Two chats in two tabs, alternating turns, sharing a system prompt: each
+// turn continues its own chat through the end of its prompt, and neither
+// truncates the other (a shorter match forks, leaving the other whole).
+TEST(PrefixCacheTest, InterleavedChatsNeverTruncateEachOther) {
+  PrefixCache cache({}, nullptr);
+  const Tokens system = {1, 2, 3, 4};
+  auto turn = [&](const Tokens& prompt, const Tokens& reply) {
+    PrefixCache::Lease l = cache.Begin(prompt);
+    PrefixReuse reuse = l.reuse();
+    Tokens kv = prompt;
+    kv.insert(kv.end(), reply.begin(), reply.end());
+    cache.End(l, kv);
+    return reuse;
+  };
+  Tokens a = system, b = system;
+  a.insert(a.end(), {10, 11});
+  b.insert(b.end(), {20, 21});
+  turn(a, {12, 13});  // A1
+  const PrefixReuse b1 = turn(b, {22, 23});
+  EXPECT_EQ(b1.reuse_len, 4u);  // the system prompt, forked from A
+  EXPECT_FALSE(b1.fork_from.empty());
+  // A2 and B2: each prompt carries its chat's reply, re-tokenized (the last
+  // reply token differs), and a new user turn.
+  a.insert(a.end(), {12, 99, 14});
+  b.insert(b.end(), {22, 98, 24});
+  const PrefixReuse a2 = turn(a, {15});
+  const PrefixReuse b2 = turn(b, {25});
+  EXPECT_EQ(a2.reuse_len, 7u);  // all of A1's prompt and the reply up to where it differs
+  EXPECT_EQ(a2.fork_from, "");  // its own session, in place
+  EXPECT_EQ(b2.reuse_len, 7u);
+  EXPECT_EQ(b2.fork_from, "");
+  EXPECT_EQ(b2.session_id, b1.session_id);
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST(PrefixCacheTest, BusySessionIsForked) {
@@ -193,9 +236,12 @@ TEST(PrefixCacheTest, BusySessionOnlyOffersTheReusedPrefix) {
   // While continued in place, a session's KV past reuse_len is being
   // rewritten, so a concurrent fork may only reuse up to that point.
   PrefixCache cache({}, nullptr);
-  std::string a = Put(cache, {1, 2, 3, 4, 5, 6});
-  PrefixCache::Lease first = cache.Begin(Tokens{1, 2, 3, 9});
+  PrefixCache::Lease turn1 = cache.Begin(Tokens{1, 2, 3});  // prompt 1 2 3, reply 4 5 6
+  const std::string a = turn1.reuse().session_id;
+  cache.End(turn1, {1, 2, 3, 4, 5, 6});
+  PrefixCache::Lease first = cache.Begin(Tokens{1, 2, 3, 9});  // its whole prompt: in place
   EXPECT_EQ(first.reuse().session_id, a);
+  EXPECT_EQ(first.reuse().fork_from, "");
   EXPECT_EQ(first.reuse().reuse_len, 3u);
   PrefixCache::Lease second = cache.Begin(Tokens{1, 2, 3, 4, 5, 6, 7});
   EXPECT_EQ(second.reuse().fork_from, a);
@@ -364,7 +410,8 @@ size_t Lcp(const Tokens& a, const Tokens& b) {
 // Random Begin/End/Abandon against a brute-force model: a list of each
 // session's recorded sequence, kept in step through on_evict.
 TEST(PrefixCacheTest, MatchesBruteForceLcp) {
-  std::map<std::string, Tokens> model;  // session -> recorded sequence
+  std::map<std::string, Tokens> model;       // session -> recorded sequence
+  std::map<std::string, size_t> prompt_len;  // session -> its prompt part
   std::set<std::string> busy;
   PrefixCache cache({.max_sessions = 12, .max_tokens = 120},
                     [&](const std::string& id) { model.erase(id); });
@@ -390,6 +437,7 @@ TEST(PrefixCacheTest, MatchesBruteForceLcp) {
       Tokens kv = prompt;
       for (int i = rng() % 4; i > 0; --i) kv.push_back(rng() % 3);
       model[lease.reuse().session_id] = kv;
+      prompt_len[lease.reuse().session_id] = prompt.size();
       cache.End(lease, kv);
       ASSERT_EQ(cache.size(),
                 model.size() + open.size() - std::count_if(open.begin(), open.end(), [&](auto& o) {
@@ -421,10 +469,12 @@ TEST(PrefixCacheTest, MatchesBruteForceLcp) {
       const std::string& source = r.fork_from.empty() ? r.session_id : r.fork_from;
       ASSERT_TRUE(model.contains(source));
       EXPECT_EQ(Lcp(model[source], prompt), best);  // passes the deepest point
-      EXPECT_EQ(!r.fork_from.empty(), busy.contains(source));
+      // In place only for an idle session whose whole prompt is matched.
+      EXPECT_EQ(!r.fork_from.empty(), busy.contains(source) || want < prompt_len[source]);
       if (r.fork_from.empty()) {
         // Continued in place: it now only holds the reused prefix.
         model[source] = Tokens(prompt.begin(), prompt.begin() + want);
+        prompt_len[source] = want;
       }
     }
     busy.insert(r.session_id);

@@ -398,41 +398,12 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
     }
     samplers_.erase(oldest);
   }
-  SamplerState& state = samplers_[request.request_id()];
-  if (state.sampler == nullptr) {
-    // A new request, or one that continues mid-reply (a replay on a new
-    // plan, or an evicted sampler): the reply so far is the last
-    // `generated` positions of the session, and both the grammar and the
-    // sampler follow it token by token to where they were.
-    const uint32_t generated = request.generated();
-    if (generated > history.size()) {
-      samplers_.erase(request.request_id());
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the step claims ", generated, " generated tokens, the session holds ", history.size()));
-    }
-    const std::span<const int32_t> reply = history.subspan(history.size() - generated);
-    auto sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
-    sampler->FastForward(reply);
-    std::unique_ptr<ConstrainedSampling> constrained;
-    if (!request.constraint().empty()) {
-      absl::StatusOr<grammar::Grammar> grammar = CompileConstraint(request.constraint());
-      if (!grammar.ok()) {
-        samplers_.erase(request.request_id());
-        return grammar.status();
-      }
-      BuildGrammarVocabulary();
-      constrained =
-          std::make_unique<ConstrainedSampling>(*grammar, grammar_vocabulary_, end_tokens_);
-      for (int32_t token : reply) {
-        if (absl::Status s = constrained->Accept(token); !s.ok()) {
-          samplers_.erase(request.request_id());
-          return s;
-        }
-      }
-    }
-    state.sampler = std::move(sampler);
-    state.constrained = std::move(constrained);
+  auto it = samplers_.find(request.request_id());
+  if (it == samplers_.end()) {
+    RINGLM_ASSIGN_OR_RETURN(SamplerState fresh, NewSamplerState(request, history));
+    it = samplers_.emplace(request.request_id(), std::move(fresh)).first;
   }
+  SamplerState& state = it->second;
   state.last_used = now;
   std::span<const float> choices = logits;
   if (state.constrained != nullptr) {
@@ -477,6 +448,31 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
            "sending the token to stage 0");
   return absl::OkStatus();
+}
+
+absl::StatusOr<StageRuntime::SamplerState> StageRuntime::NewSamplerState(
+    const v1::StageStepRequest& request, std::span<const int32_t> history) {
+  // A new request, or one that continues mid-reply (a replay on a new plan,
+  // or an evicted sampler): the reply so far is the last `generated`
+  // positions of the session, and the sampler and the grammar follow it
+  // token by token to where they were.
+  const uint32_t generated = request.generated();
+  if (generated > history.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the step claims ", generated, " generated tokens, the session holds ", history.size()));
+  }
+  const std::span<const int32_t> reply = history.subspan(history.size() - generated);
+  SamplerState state;
+  state.sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
+  state.sampler->FastForward(reply);
+  if (!request.constraint().empty()) {
+    RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));
+    BuildGrammarVocabulary();
+    state.constrained =
+        std::make_unique<ConstrainedSampling>(grammar, grammar_vocabulary_, end_tokens_);
+    for (int32_t token : reply) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
+  }
+  return state;
 }
 
 void StageRuntime::BuildGrammarVocabulary() {

@@ -134,6 +134,10 @@ class StageRuntime {
   // must be held exactly, by digest; otherwise a cache-miss error.
   absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
                                                      const Bundle& bundle);
+  // The sampler (and grammar) of a request this node has none for, at the
+  // point the session's `history` puts it (worker thread).
+  absl::StatusOr<SamplerState> NewSamplerState(const v1::StageStepRequest& request,
+                                               std::span<const int32_t> history);
   // Fills grammar_vocabulary_ and end_tokens_ once (worker thread).
   void BuildGrammarVocabulary();
   // Samples the next token from `logits`; `history` is the session's tokens

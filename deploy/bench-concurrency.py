@@ -16,11 +16,11 @@ is shared. Loopback or LAN addresses only.
       [--ignore-eos]
 """
 import argparse
-import json
 import statistics
 import threading
 import time
-import urllib.request
+
+from openai_sse import stream_chunks
 
 WORDS = ["river", "mountain", "lantern", "garden", "harbor", "meadow", "castle", "forest",
          "desert", "island", "valley", "village", "bridge", "tower", "market", "orchard"]
@@ -32,23 +32,13 @@ def stream_completion(address, prompt, max_tokens, ignore_eos, out):
               "stream_options": {"include_usage": True}}
     if ignore_eos:  # llama-server's extension; ringlm refuses fields it does not know
         fields["ignore_eos"] = True
-    body = json.dumps(fields).encode()
-    request = urllib.request.Request(f"http://{address}/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
     arrivals, usage = [], None
-    with urllib.request.urlopen(request, timeout=900) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if "error" in chunk:
-                raise RuntimeError(chunk["error"]["message"])
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices", []):
-                if choice.get("text"):
-                    arrivals.append(time.monotonic())
+    for chunk in stream_chunks(address, "/v1/completions", fields, timeout=900):
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices", []):
+            if choice.get("text"):
+                arrivals.append(time.monotonic())
     tokens = usage["completion_tokens"] if usage else len(arrivals)
     out.append((arrivals, tokens))
 

@@ -11,9 +11,9 @@ prompt that must still go through the ring. Loopback addresses only.
   deploy/bench-prefix-cache.py --on 127.0.0.1:8080 --off 127.0.0.1:8081 [--turns 10]
 """
 import argparse
-import json
 import time
-import urllib.request
+
+from openai_sse import stream_chunks
 
 USER_TURNS = [
     "Tell me a story about a cat.", "What did the cat find?", "Was the cat happy?",
@@ -24,28 +24,19 @@ USER_TURNS = [
 
 def stream_chat(address, messages, max_tokens):
     """Returns (reply text, ttft seconds, usage) of one streamed request."""
-    body = json.dumps({"messages": messages, "max_tokens": max_tokens, "temperature": 0,
-                       "stream": True, "stream_options": {"include_usage": True}}).encode()
-    request = urllib.request.Request(f"http://{address}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+    fields = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+              "stream_options": {"include_usage": True}}
     start = time.monotonic()
     ttft, text, usage = None, "", None
-    with urllib.request.urlopen(request, timeout=600) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if "error" in chunk:
-                raise RuntimeError(chunk["error"]["message"])
-            if chunk.get("usage"):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices", []):
-                piece = choice.get("delta", {}).get("content")
-                if piece:
-                    if ttft is None:
-                        ttft = time.monotonic() - start
-                    text += piece
+    for chunk in stream_chunks(address, "/v1/chat/completions", fields, timeout=600):
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices", []):
+            piece = choice.get("delta", {}).get("content")
+            if piece:
+                if ttft is None:
+                    ttft = time.monotonic() - start
+                text += piece
     return text, ttft if ttft is not None else time.monotonic() - start, usage
 
 

@@ -176,6 +176,33 @@ TEST(ApiClusterTest, SixTurnConversationIsTheSameWithAndWithoutTheCache) {
   EXPECT_EQ(ra.cached, ra.prompt_tokens - 1);
 }
 
+// Two chats in two browser tabs, alternating turns, with one system prompt:
+// each turn reuses at least the whole prompt of its chat's previous turn,
+// because a chat that shares only the system prompt forks it instead of
+// truncating the other chat's session. Replies equal the local reference.
+TEST(ApiClusterTest, InterleavedChatsEachReuseTheirWholePreviousPrompt) {
+  LoopbackCluster cluster(HeadOptions());
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  LocalReference local;
+  const json system = {{"role", "system"}, {"content", "You tell short stories to children."}};
+  json chats[2] = {json::array({system}), json::array({system})};
+  int previous_prompt[2] = {0, 0};
+  for (int round = 0; round < 3; ++round) {
+    for (int c = 0; c < 2; ++c) {
+      SCOPED_TRACE(absl::StrCat("chat ", c, ", turn ", round + 1));
+      chats[c].push_back({{"role", "user"}, {"content", kTurns[2 * round + c]}});
+      Reply r = Chat(cluster.api_port(), chats[c]);
+      ASSERT_EQ(r.status, 200) << r.content << cluster.Logs();
+      EXPECT_EQ(r.content, local.Text(local.Generate(local.PromptIds(chats[c]))));
+      std::printf("chat %d turn %d: %d prompt tokens, %d cached\n", c, round + 1, r.prompt_tokens,
+                  r.cached);
+      if (round > 0) EXPECT_GE(r.cached, previous_prompt[c]);
+      previous_prompt[c] = r.prompt_tokens;
+      chats[c].push_back({{"role", "assistant"}, {"content", r.content}});
+    }
+  }
+}
+
 // Drops every session the head (node 0) holds on the node at `address`, as
 // an eviction would: the head's own certificate may drop its own sessions.
 void DropAllSessions(const LoopbackCluster& cluster, const std::string& address) {

@@ -28,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 using testing::GenerationStream;
 using testing::LoopbackCluster;
 using testing::Sampling;
+
 int Trials() {
   const char* env = std::getenv("RINGLM_RECOVERY_TRIALS");
   const int n = env == nullptr ? 5 : std::atoi(env);
