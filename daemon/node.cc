@@ -180,6 +180,8 @@ absl::Status Node::Start() {
   stage_options.sessions = o.sessions;
   stage_options.forward_seconds = metrics_->forward_seconds;
   stage_options.batch_steps = metrics_->batch_steps;
+  stage_options.batch_tokens = metrics_->batch_tokens;
+  stage_options.queue_wait_seconds = metrics_->queue_wait_seconds;
   stage_options.max_step_tokens = o.origin.max_chunk_tokens;
   stage_ = std::make_unique<StageRuntime>(
       *model_, pool_.get(), this, node_id_,

@@ -59,6 +59,15 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
                           r.AddHistogram("ringlm_stage_batch_steps",
                                          "Steps (of different requests) per batched forward pass.",
                                          ExponentialBuckets(1, 2, 8)));
+  RINGLM_ASSIGN_OR_RETURN(m->batch_tokens,
+                          r.AddHistogram("ringlm_stage_batch_tokens",
+                                         "Tokens per batched forward pass (decode steps count 1).",
+                                         ExponentialBuckets(1, 2, 12)));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->queue_wait_seconds,
+      r.AddHistogram("ringlm_stage_queue_wait_seconds",
+                     "How long a step waited in the stage's queue before its batch ran.",
+                     ExponentialBuckets(0.0001, 2, 18)));
   RINGLM_ASSIGN_OR_RETURN(m->fetch.bytes,
                           r.AddCounter("ringlm_model_fetch_bytes_total",
                                        "Verified tensor bytes fetched from members."));

@@ -42,6 +42,9 @@ struct NodeMetrics {
   // different requests) each batch ran.
   Histogram* forward_seconds = nullptr;
   Histogram* batch_steps = nullptr;
+  Histogram* batch_tokens = nullptr;
+  // How long steps wait in the stage's queue before their batch runs.
+  Histogram* queue_wait_seconds = nullptr;
   // Model distribution: what this node fetched, and what it served.
   LayerFetcherMetrics fetch;
   ModelShareMetrics share;

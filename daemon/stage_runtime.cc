@@ -68,7 +68,7 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
       sender_(RingSender::Limits{}),
-      queue_(options.max_queued_steps, options.max_queued_bytes),
+      queue_(options.max_queued_steps, options.max_queued_bytes, options.queue_wait_seconds),
       worker_([this] { WorkerLoop(); }) {}
 
 StageRuntime::~StageRuntime() { Stop(); }
@@ -357,6 +357,11 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
   }
   if (options_.batch_steps != nullptr) options_.batch_steps->Observe(ready.size());
+  if (options_.batch_tokens != nullptr) {
+    size_t tokens = 0;
+    for (const Prepared& p : ready) tokens += p.request->tokens_size();
+    options_.batch_tokens->Observe(tokens);
+  }
   for (Prepared& p : ready) {
     if (absl::Status s = Continue(p, *bundle); !s.ok()) ReportError(RefOf(*p.request), s);
   }

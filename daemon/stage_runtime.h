@@ -36,8 +36,10 @@ struct StageOptions {
   // Requests cancelled here are remembered this long, so late steps of
   // theirs are dropped.
   std::chrono::seconds cancel_memory{120};
-  Histogram* forward_seconds = nullptr;  // observes each batch's forward pass; may be null
-  Histogram* batch_steps = nullptr;      // observes the steps of each batch; may be null
+  Histogram* forward_seconds = nullptr;     // observes each batch's forward pass; may be null
+  Histogram* batch_steps = nullptr;         // observes the steps of each batch; may be null
+  Histogram* batch_tokens = nullptr;        // observes the tokens of each batch; may be null
+  Histogram* queue_wait_seconds = nullptr;  // observes each step's wait; may be null
   // Bounds on the steps waiting for the worker, by count and by bytes.
   size_t max_queued_steps = 1024;
   uint64_t max_queued_bytes = uint64_t{256} << 20;

@@ -18,14 +18,14 @@ const v1::PlanStage& StageOf(const v1::StageStepRequest& step) {
 
 }  // namespace
 
-StepQueue::StepQueue(size_t max_steps, uint64_t max_bytes)
-    : max_steps_(max_steps), max_bytes_(max_bytes) {}
+StepQueue::StepQueue(size_t max_steps, uint64_t max_bytes, Histogram* wait_seconds)
+    : max_steps_(max_steps), max_bytes_(max_bytes), wait_seconds_(wait_seconds) {}
 
 bool StepQueue::Push(v1::StageStepRequest step) {
   const uint64_t bytes = step.ByteSizeLong();
   absl::MutexLock lock(&mu_);
   if (stopping_ || steps_.size() >= max_steps_ || bytes > max_bytes_ - bytes_) return false;
-  steps_.push_back(Entry{std::move(step), bytes});
+  steps_.push_back(Entry{std::move(step), bytes, std::chrono::steady_clock::now()});
   bytes_ += bytes;
   return true;
 }
@@ -41,6 +41,7 @@ std::vector<v1::StageStepRequest> StepQueue::PopBatch(const BatchLimits& limits)
   const v1::PlanStage range = StageOf(steps_.front().step);
   std::set<std::string> sessions;  // touched by the batch, or skipped over
   uint32_t tokens = 0;
+  const auto now = std::chrono::steady_clock::now();
   for (auto it = steps_.begin(); it != steps_.end() && batch.size() < limits.max_steps;) {
     const v1::StageStepRequest& step = it->step;
     const v1::PlanStage& stage = StageOf(step);
@@ -62,6 +63,9 @@ std::vector<v1::StageStepRequest> StepQueue::PopBatch(const BatchLimits& limits)
     }
     tokens += n;
     bytes_ -= it->bytes;
+    if (wait_seconds_ != nullptr) {
+      wait_seconds_->Observe(std::chrono::duration<double>(now - it->queued).count());
+    }
     batch.push_back(std::move(it->step));
     it = steps_.erase(it);
   }

@@ -2,6 +2,7 @@
 #ifndef RINGLM_DAEMON_STEP_QUEUE_H_
 #define RINGLM_DAEMON_STEP_QUEUE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "base/metrics.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -27,7 +29,8 @@ struct BatchLimits {
 // step waits at most until the batches before it are done. Thread-safe.
 class StepQueue {
  public:
-  StepQueue(size_t max_steps, uint64_t max_bytes);
+  // `wait_seconds` (may be null) observes how long each step waited.
+  StepQueue(size_t max_steps, uint64_t max_bytes, Histogram* wait_seconds = nullptr);
 
   // False (and the step is dropped) when full or stopped.
   bool Push(v1::StageStepRequest step);
@@ -42,10 +45,12 @@ class StepQueue {
   struct Entry {
     v1::StageStepRequest step;
     uint64_t bytes = 0;
+    std::chrono::steady_clock::time_point queued;
   };
 
   const size_t max_steps_;
   const uint64_t max_bytes_;
+  Histogram* const wait_seconds_;
   mutable absl::Mutex mu_;
   std::deque<Entry> steps_ ABSL_GUARDED_BY(mu_);
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

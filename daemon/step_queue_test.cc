@@ -61,6 +61,20 @@ TEST(StepQueueTest, OtherLayerRangesAndForksOfBatchedSessionsWait) {
   EXPECT_EQ(Ids(q.PopBatch({})), (std::vector<std::string>{"d"}));
 }
 
+TEST(StepQueueTest, EachTakenStepReportsItsWait) {
+  MetricsRegistry registry;
+  absl::StatusOr<Histogram*> wait =
+      registry.AddHistogram("wait", "w", ExponentialBuckets(1e-6, 2, 8));
+  ASSERT_TRUE(wait.ok());
+  StepQueue q(100, 1 << 20, *wait);
+  ASSERT_TRUE(q.Push(Step("a", "s1", 1)));
+  ASSERT_TRUE(q.Push(Step("b", "s2", 1)));
+  ASSERT_TRUE(q.Push(Step("c", "s1", 1)));
+  EXPECT_EQ(q.PopBatch({}).size(), 2u);
+  EXPECT_EQ((*wait)->Count(), 2u);  // "c" still waits
+  EXPECT_GE((*wait)->Sum(), 0.0);
+}
+
 TEST(StepQueueTest, BoundedByCountAndBytesAndStopWakesTheWorker) {
   StepQueue q(2, 1 << 20);
   EXPECT_TRUE(q.Push(Step("a", "s1", 1)));
