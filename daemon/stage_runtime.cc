@@ -221,10 +221,6 @@ absl::StatusOr<size_t> StageRuntime::DropAllSessions(const Caller& caller) {
   return sessions_.DropIdleWithPrefix(SessionKey(caller.node_id, ""));
 }
 
-std::string StageRuntime::SessionKey(const std::string& origin, const std::string& session_id) {
-  return absl::StrCat(origin, "/", session_id);
-}
-
 bool StageRuntime::IsCancelled(const std::string& request_id) const {
   absl::MutexLock lock(&mu_);
   auto it = requests_.find(request_id);

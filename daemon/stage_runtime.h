@@ -172,9 +172,6 @@ class StageRuntime {
                                    bool cancel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsCancelled(const std::string& request_id) const;
 
-  // The session store key of a request's session: its origin's namespace.
-  static std::string SessionKey(const std::string& origin, const std::string& session_id);
-
   const Model& model_;
   ThreadPool* const pool_;
   Transport* const transport_;

@@ -7,16 +7,15 @@
 namespace ringlm {
 namespace {
 
-// Session ids are per origin: the key a stage's sessions live under.
-std::string SessionOf(const v1::StageStepRequest& step, const std::string& session_id) {
-  return absl::StrCat(step.origin(), "/", session_id);
-}
-
 const v1::PlanStage& StageOf(const v1::StageStepRequest& step) {
   return step.plan().stages(static_cast<int>(step.stage_index()));
 }
 
 }  // namespace
+
+std::string SessionKey(const std::string& origin, const std::string& session_id) {
+  return absl::StrCat(origin, "/", session_id);
+}
 
 StepQueue::StepQueue(size_t max_steps, uint64_t max_bytes, Histogram* wait_seconds)
     : max_steps_(max_steps), max_bytes_(max_bytes), wait_seconds_(wait_seconds) {}
@@ -45,8 +44,9 @@ std::vector<v1::StageStepRequest> StepQueue::PopBatch(const BatchLimits& limits)
   for (auto it = steps_.begin(); it != steps_.end() && batch.size() < limits.max_steps;) {
     const v1::StageStepRequest& step = it->step;
     const v1::PlanStage& stage = StageOf(step);
-    const std::string own = SessionOf(step, step.session_id());
-    const std::string source = step.fork_from().empty() ? "" : SessionOf(step, step.fork_from());
+    const std::string own = SessionKey(step.origin(), step.session_id());
+    const std::string source =
+        step.fork_from().empty() ? "" : SessionKey(step.origin(), step.fork_from());
     const uint32_t n = static_cast<uint32_t>(step.tokens_size());
     const bool fits =
         batch.empty() ||

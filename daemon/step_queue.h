@@ -15,6 +15,10 @@
 
 namespace ringlm {
 
+// The key a stage keeps `origin`'s session `session_id` under: sessions live
+// in their origin's namespace, so no head can touch another head's KV.
+std::string SessionKey(const std::string& origin, const std::string& session_id);
+
 // What a batch may hold at most.
 struct BatchLimits {
   uint32_t max_tokens = 1024;
