@@ -32,9 +32,7 @@ std::pair<int64_t, int64_t> ChunkBounds(int64_t n, int chunks, int c) {
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 0; i < n_threads_ - 1; ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
-  }
+  for (int i = 0; i < n_threads_ - 1; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -45,64 +43,75 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+template <typename Ready>
+void ThreadPool::SpinThenAwait(std::atomic<bool>* sleeping, const Ready& ready) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+  for (uint32_t spins = 0; !ready(); ++spins) {
+    if ((spins & 255u) != 255u || std::chrono::steady_clock::now() <= spin_until) {
+      CpuRelax();
+      continue;
+    }
+    if (sleeping != nullptr) sleeping->store(true);
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&ready));
+    }
+    if (sleeping != nullptr) sleeping->store(false);
+    return;
+  }
+}
+
 void ThreadPool::ParallelForImpl(int64_t n, Call call, void* ctx) {
   if (n <= 0) return;
   absl::MutexLock call_lock(&call_mu_);
-  const int chunks = static_cast<int>(std::min<int64_t>(n, n_threads_));
-  if (chunks == 1) {
+  const int chunks = static_cast<int>(std::min<int64_t>(n, int64_t{n_threads_} * kChunksPerThread));
+  if (n_threads_ == 1 || chunks == 1) {
     call(ctx, 0, n);
     return;
   }
   job_call_ = call;
   job_ctx_ = ctx;
   job_n_ = n;
-  job_chunks_ = chunks;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<uint64_t>(chunks) << 32, std::memory_order_release);
   {
     absl::MutexLock lock(&mu_);  // wakes sleeping workers on unlock
     generation_.fetch_add(1, std::memory_order_release);
   }
-  const auto [begin, end] = ChunkBounds(n, chunks, 0);
-  call(ctx, begin, end);
-  // Workers finish about when we do: spin, yielding now and then in case a
-  // worker was descheduled.
-  for (uint32_t spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if ((spins & 1023u) == 1023u) {
-      std::this_thread::yield();
-    } else {
-      CpuRelax();
+  RunChunks();
+  // Every chunk is claimed; wait for those still running elsewhere.
+  SpinThenAwait(&caller_sleeping_, [&] { return done_.load() == chunks; });
+}
+
+void ThreadPool::RunChunks() {
+  while (true) {
+    const uint64_t claim = claim_.fetch_add(1, std::memory_order_acq_rel);
+    const auto chunks = static_cast<uint32_t>(claim >> 32);
+    const auto chunk = static_cast<uint32_t>(claim);
+    if (chunk >= chunks) return;
+    const auto [begin, end] =
+        ChunkBounds(job_n_, static_cast<int>(chunks), static_cast<int>(chunk));
+    job_call_(job_ctx_, begin, end);
+    // The last chunk wakes a sleeping caller. (The caller sets its flag
+    // before it checks done_, and we check the flag after bumping done_, so
+    // one of us sees the other.)
+    if (done_.fetch_add(1) + 1 == static_cast<int>(chunks) && caller_sleeping_.load()) {
+      absl::MutexLock lock(&mu_);
     }
   }
 }
 
-void ThreadPool::WorkerLoop(int worker_index) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    // Spin briefly for the next job, then sleep.
-    const auto spin_until =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (uint32_t spins = 0; gen == seen && !stop_.load(std::memory_order_acquire); ++spins) {
-      if ((spins & 255u) == 255u && std::chrono::steady_clock::now() > spin_until) {
-        absl::MutexLock lock(&mu_);
-        auto ready = [&] {
-          return stop_.load(std::memory_order_acquire) ||
-                 generation_.load(std::memory_order_acquire) != seen;
-        };
-        mu_.Await(absl::Condition(&ready));
-      } else {
-        CpuRelax();
-      }
-      gen = generation_.load(std::memory_order_acquire);
-    }
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    SpinThenAwait(nullptr, ready);
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = gen;
-    const int chunk = worker_index + 1;  // chunk 0 belongs to the caller
-    if (chunk < job_chunks_) {
-      const auto [begin, end] = ChunkBounds(job_n_, job_chunks_, chunk);
-      job_call_(job_ctx_, begin, end);
-    }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    seen = generation_.load(std::memory_order_acquire);
+    RunChunks();
   }
 }
 

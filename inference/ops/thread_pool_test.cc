@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace ringlm {
 namespace {
@@ -18,7 +22,7 @@ void ExpectEachIndexOnce(ThreadPool& pool, int64_t n) {
     for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
-  EXPECT_LE(calls.load(), std::max<int64_t>(0, std::min<int64_t>(n, pool.n_threads())));
+  EXPECT_LE(calls.load(), std::min<int64_t>(n, ThreadPool::kChunksPerThread * pool.n_threads()));
   if (n == 0) {
     EXPECT_EQ(calls.load(), 0);
   }
@@ -32,16 +36,56 @@ TEST(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
   }
 }
 
-TEST(ThreadPoolTest, UsesWorkersAndCaller) {
+TEST(ThreadPoolTest, UsesTheWorkers) {
+  // Each chunk waits until a second thread has joined the call, so this
+  // passes as soon as a worker takes a chunk, and fails (after 30 s) if only
+  // the caller ever runs them.
   ThreadPool pool(3);
-  std::vector<std::thread::id> ids(3);
-  pool.ParallelFor(3, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) ids[i] = std::this_thread::get_id();
+  absl::Mutex mu;
+  std::set<std::thread::id> ids;
+  pool.ParallelFor(12, [&](int64_t, int64_t) {
+    absl::MutexLock lock(&mu);
+    ids.insert(std::this_thread::get_id());
+    auto two = [&] { return ids.size() >= 2; };
+    mu.AwaitWithTimeout(absl::Condition(&two), absl::Seconds(30));
   });
-  EXPECT_EQ(ids[0], std::this_thread::get_id());
-  EXPECT_NE(ids[1], ids[0]);
-  EXPECT_NE(ids[2], ids[0]);
-  EXPECT_NE(ids[1], ids[2]);
+  EXPECT_GE(ids.size(), 2u);
+}
+
+TEST(ThreadPoolTest, ABlockedWorkerDoesNotHoldUpTheCall) {
+  // The first chunk to start stands for a thread that lost its core: it
+  // blocks until the other thread has done three quarters of the work. A
+  // pool that gave each thread a fixed half would never get there.
+  ThreadPool pool(2);
+  const int64_t n = 100;
+  absl::Mutex mu;
+  int64_t others_done = 0;
+  bool first_taken = false;
+  int64_t first_size = 0;
+  pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
+    absl::MutexLock lock(&mu);
+    if (!first_taken) {
+      first_taken = true;
+      first_size = end - begin;
+      auto most_done = [&] { return others_done >= 3 * n / 4; };
+      EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&most_done), absl::Seconds(30)));
+      return;
+    }
+    others_done += end - begin;
+  });
+  EXPECT_EQ(others_done + first_size, n);
+}
+
+TEST(ThreadPoolTest, ACallerThatWaitsLongSleepsAndIsWoken) {
+  // A chunk that outlasts the spin makes the caller sleep; it must be woken.
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::atomic<int> ran{0};
+    pool.ParallelFor(2, [&](int64_t, int64_t) {
+      if (ran.fetch_add(1) == 0) absl::SleepFor(absl::Milliseconds(2));
+    });
+    EXPECT_EQ(ran.load(), 2);
+  }
 }
 
 TEST(ThreadPoolTest, SingleThreadRunsInline) {
@@ -66,7 +110,7 @@ TEST(ThreadPoolTest, ConcurrentCallersSerialize) {
         total.fetch_add(end - begin);
         done.fetch_add(1);
       });
-      EXPECT_EQ(done.load(), 3);  // our own job finished completely
+      EXPECT_EQ(done.load(), 6);  // our own job finished completely
     }
   };
   {
