@@ -1,6 +1,7 @@
 #include "api/api_error.h"
 
 #include "absl/strings/cord.h"
+#include "api/admission.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -93,8 +94,13 @@ HttpError ToHttpError(const absl::Status& status) {
       default_code = "service_unavailable";
       break;
     case absl::StatusCode::kResourceExhausted:
-      http = 503;
-      default_code = "server_overloaded";
+      if (code == "rate_limit_exceeded") {
+        http = 429;
+        type = "requests";
+      } else {
+        http = 503;
+        default_code = "server_overloaded";
+      }
       break;
     case absl::StatusCode::kDeadlineExceeded:
       http = 504;
@@ -112,8 +118,10 @@ HttpError ToHttpError(const absl::Status& status) {
       {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
       {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)},
   };
-  return HttpError{http, nlohmann::json{{"error", error}}.dump(
-                             -1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  return HttpError{http,
+                   nlohmann::json{{"error", error}}.dump(-1, ' ', false,
+                                                         nlohmann::json::error_handler_t::replace),
+                   RetryAfterSeconds(status)};
 }
 
 }  // namespace ringlm

@@ -27,7 +27,8 @@ std::string ErrorCode(const absl::Status& status);
 
 struct HttpError {
   int http_status = 500;
-  std::string body;  // {"error":{"message","type","param","code"}}
+  std::string body;     // {"error":{"message","type","param","code"}}
+  int retry_after = 0;  // seconds for a Retry-After header; 0 = none
 };
 
 // The mapping (not OK statuses only):
@@ -37,7 +38,9 @@ struct HttpError {
 //   NotFound                 404 invalid_request_error  (code model_not_found, or not_found)
 //   OutOfRange               413 invalid_request_error  (code request_too_large): body too large
 //   Unavailable              503 server_error           (code service_unavailable)
-//   ResourceExhausted        503 server_error           (code server_overloaded)
+//   ResourceExhausted        503 server_error           (code server_overloaded), or
+//                            429 requests               with code rate_limit_exceeded
+//   (a retry hint attached by Admission becomes retry_after on either)
 //   DeadlineExceeded         504 server_error           (code timeout)
 //   anything else            500 server_error, logged
 // `param` and `code` are JSON null when not attached (and no default applies).

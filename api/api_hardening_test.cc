@@ -337,7 +337,7 @@ TEST_F(ApiHardeningTest, ParseSpecialInContentRestoresTheOldBehaviour) {
 
 TEST_F(ApiHardeningTest, AdmissionComesBeforeReadinessAndTokenization) {
   ApiOptions options;
-  options.max_concurrent = 1;
+  options.admission = {.max_running = 1, .max_queued = 0};
   StartServer(options);
   // A generation that holds the only slot for 10 s (the test stops it sooner).
   backend_->SetScript([](const GenerationRequest&) {
@@ -354,8 +354,8 @@ TEST_F(ApiHardeningTest, AdmissionComesBeforeReadinessAndTokenization) {
   const Json big = {{"messages", {{{"role", "user"}, {"content", std::string(1 << 20, 'x')}}}}};
   httplib::Result r = Post(big.dump());
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 503) << r->body;
-  EXPECT_NE(r->body.find("server_overloaded"), std::string::npos);
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_NE(r->body.find("rate_limit_exceeded"), std::string::npos);
   EXPECT_EQ(backend_->ready_calls(), ready_calls);  // not even the readiness check ran
   server_->Stop();                                  // ends the slow request
   slow.join();

@@ -27,17 +27,9 @@ absl::Status BodyTooLarge() { return absl::OutOfRangeError("The request body is 
 void SetErrorResponse(const absl::Status& status, httplib::Response& res) {
   HttpError error = ToHttpError(status);
   res.status = error.http_status;
+  if (error.retry_after > 0) res.set_header("Retry-After", std::to_string(error.retry_after));
   res.set_content(error.body, "application/json");
 }
-
-class CompletionHandler::Slot {
- public:
-  explicit Slot(std::atomic<int>& running) : running_(running) {}
-  ~Slot() { running_.fetch_sub(1); }
-
- private:
-  std::atomic<int>& running_;
-};
 
 CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
                                      const ServedModels& models, const ChatRenderer& renderer,
@@ -46,7 +38,8 @@ CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& ca
       cache_(cache),
       models_(models),
       renderer_(renderer),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      admission_(options_.admission) {}
 
 void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
@@ -61,16 +54,6 @@ void CompletionHandler::HandleResponses(const httplib::Request& req, httplib::Re
 void CompletionHandler::HandleText(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
   Handle(ParseTextCompletionRequest(req.body, options_.json_limits), res);
-}
-
-absl::StatusOr<std::unique_ptr<CompletionHandler::Slot>> CompletionHandler::Admit() {
-  const int limit = std::max(1, options_.max_concurrent);
-  if (running_.fetch_add(1) >= limit) {
-    running_.fetch_sub(1);
-    return absl::ResourceExhaustedError(
-        absl::StrCat("The server is overloaded: ", limit, " requests are running; retry later"));
-  }
-  return std::make_unique<Slot>(running_);
 }
 
 std::vector<int32_t> CompletionHandler::Tokenize(const std::vector<PromptSegment>& segments) const {
@@ -150,17 +133,18 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib
   if (!model.ok()) return SetErrorResponse(model.status(), res);
   parsed->model = *std::move(model);
   // Admission before any work that grows with the request or waits.
-  absl::StatusOr<std::unique_ptr<Slot>> slot = Admit();
-  if (!slot.ok()) return SetErrorResponse(slot.status(), res);
+  absl::StatusOr<Slot> ticket = admission_.Admit();
+  if (!ticket.ok()) return SetErrorResponse(ticket.status(), res);
+  auto slot = std::make_unique<Slot>(*std::move(ticket));
   absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
   if (!params.ok()) return SetErrorResponse(params.status(), res);
   absl::StatusOr<std::unique_ptr<GenerationStream>> stream =
       GenerationStream::Start(backend_, cache_, options_.keep_sessions, *std::move(params));
   if (!stream.ok()) return SetErrorResponse(stream.status(), res);
   if (parsed->stream) {
-    RespondStreaming(*parsed, *std::move(slot), *std::move(stream), res);
+    RespondStreaming(*parsed, std::move(slot), *std::move(stream), res);
   } else {
-    Respond(*parsed, *std::move(slot), *std::move(stream), res);
+    Respond(*parsed, std::move(slot), *std::move(stream), res);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "api/admission.h"
 #include "api/chat_renderer.h"
 #include "api/completion_request.h"
 #include "api/generation_backend.h"
@@ -28,8 +29,8 @@ namespace ringlm {
 void SetErrorResponse(const absl::Status& status, httplib::Response& res);
 
 struct CompletionHandlerOptions {
-  bool keep_sessions = true;  // keep KV sessions for prefix reuse (the prefix cache is on)
-  int max_concurrent = 64;    // admitted requests at once; more get 503
+  bool keep_sessions = true;   // keep KV sessions for prefix reuse (the prefix cache is on)
+  AdmissionOptions admission;  // generations at once, and the line behind them
   JsonLimits json_limits;
   size_t max_body_bytes = 4 << 20;        // a (chunked) body past this gets 413
   bool parse_special_in_content = false;  // see ApiOptions
@@ -40,9 +41,9 @@ struct CompletionHandlerOptions {
 // produced (ApiServer stops the HTTP server first).
 //
 // Order of work per request, cheapest first so that a flood costs little:
-// parse the body (bounded by json_limits), check the model name, take one of
-// max_concurrent slots (503 when none is free), and only then check
-// readiness, render the chat template and tokenize.
+// parse the body (bounded by json_limits), check the model name, take a
+// running slot (waiting in line for one; 429 when the line is full), and
+// only then check readiness, render the chat template and tokenize.
 class CompletionHandler {
  public:
   CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
@@ -53,13 +54,14 @@ class CompletionHandler {
   void HandleResponses(const httplib::Request& req, httplib::Response& res);
 
   // Makes every waiting or streaming request give up (server shutdown).
-  void Shutdown() { stopping_ = true; }
+  void Shutdown() {
+    stopping_ = true;
+    admission_.Shutdown();
+  }
 
  private:
-  class Slot;  // one unit of max_concurrent, released on destruction
+  using Slot = Admission::Ticket;  // a running slot, released on destruction
   void Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res);
-  // One of max_concurrent slots, or ResourceExhausted.
-  absl::StatusOr<std::unique_ptr<Slot>> Admit();
   // What comes after admission and before Submit: readiness, the prompt.
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
   // The prompt's tokens: chat messages rendered in the template's format.
@@ -81,7 +83,7 @@ class CompletionHandler {
   const ServedModels& models_;
   const ChatRenderer& renderer_;
   const CompletionHandlerOptions options_;
-  std::atomic<int> running_{0};
+  Admission admission_;
   std::atomic<bool> stopping_{false};
 };
 

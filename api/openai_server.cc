@@ -64,7 +64,7 @@ ChatRenderer RendererOf(const ApiOptions& o, GenerationBackend* b, absl::Status*
 CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o) {
   CompletionHandlerOptions h;
   h.keep_sessions = o.prefix_cache.enabled;
-  h.max_concurrent = o.max_concurrent;
+  h.admission = o.admission;
   h.json_limits = o.json_limits;
   h.max_body_bytes = o.max_body_bytes;
   h.parse_special_in_content = o.parse_special_in_content;

@@ -16,8 +16,9 @@
 // server; against DNS rebinding), the Origin check (a cross-site browser
 // request from an origin not in cors_origins gets 403; an allowed origin's
 // preflight gets 204 before the key check; see host_check.h), the API key.
-// A completion request is then parsed within json_limits, admitted under
-// max_concurrent (503 past it), and only then rendered and tokenized.
+// A completion request is then parsed within json_limits, admitted (it waits
+// in a bounded line past the running limit; 429 with Retry-After when the
+// line is full), and only then rendered and tokenized.
 #ifndef RINGLM_API_OPENAI_SERVER_H_
 #define RINGLM_API_OPENAI_SERVER_H_
 
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "api/admission.h"
 #include "api/chat_renderer.h"
 #include "api/generation_backend.h"
 #include "api/json_limits.h"
@@ -44,7 +46,9 @@ struct ApiOptions {
   uint16_t port = 8080;             // 0 = any free port (see ApiServer::port())
   std::string api_key;              // empty = no authentication
   size_t max_body_bytes = 4 << 20;  // larger request bodies get 413, unread
-  int max_concurrent = 64;          // generations running at once; more get 503
+  // Generations running at once, and the line waiting behind them (429 with
+  // Retry-After when it is full).
+  AdmissionOptions admission;
 
   // Connections (see ConnectionLimits).
   int max_connections = 512;  // open at once; past it 503 and close

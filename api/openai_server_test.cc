@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/fake_backend_for_test.h"
@@ -360,10 +361,8 @@ TEST_F(ApiServerTest, BackendErrorsMapToStatuses) {
   EXPECT_EQ(r->body.find("10.0.0.7"), std::string::npos) << r->body;
 }
 
-TEST_F(ApiServerTest, NotReadyAndOverloadedGet503) {
-  ApiOptions options;
-  options.max_concurrent = 1;
-  StartServer(options);
+TEST_F(ApiServerTest, NotReadyGets503AndAFullLineGets429WithRetryAfter) {
+  StartServer({.admission = {.max_running = 1, .max_queued = 0}});
   backend_->SetReady(absl::UnavailableError("waiting for 2 more nodes"));
   ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "service_unavailable",
               nullptr);
@@ -372,12 +371,42 @@ TEST_F(ApiServerTest, NotReadyAndOverloadedGet503) {
   std::thread slow([this] { Post("/v1/chat/completions", kHello); });
   for (int i = 0; i < 500 && backend_->submitted().empty(); ++i)
     absl::SleepFor(absl::Milliseconds(2));
-  ExpectError(Post("/v1/chat/completions", kHello), 503, "server_error", "server_overloaded",
-              nullptr);
+  httplib::Result refused = Post("/v1/chat/completions", kHello);
+  ExpectError(refused, 429, "requests", "rate_limit_exceeded", nullptr);
+  ASSERT_TRUE(refused);
+  int retry_after = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(refused->get_header_value("Retry-After"), &retry_after));
+  EXPECT_GE(retry_after, 1);
+  EXPECT_LE(retry_after, 60);
   slow.join();
   httplib::Result r = Post("/v1/chat/completions", kHello);  // the slot is free again
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ApiServerTest, PastTheRunningLimitRequestsWaitInLineAndAllComplete) {
+  // One slot and a line of 3: four requests sent at once all complete, one
+  // at a time, each with its whole reply.
+  StartServer({.admission = {.max_running = 1, .max_queued = 3}});
+  Script("Once upon a time there was", FakeScript{.delay = absl::Milliseconds(20)});
+  std::vector<int> statuses(4, 0);
+  std::vector<std::string> texts(4);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Result r = Post("/v1/chat/completions", kHello);
+      if (!r) return;
+      statuses[i] = r->status;
+      Json body = Json::parse(r->body, nullptr, false);
+      if (r->status == 200) texts[i] = body["choices"][0]["message"]["content"];
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(statuses[i], 200) << i;
+    EXPECT_EQ(texts[i], texts[0]) << i;
+  }
+  EXPECT_EQ(backend_->submitted().size(), 4u);
 }
 
 TEST_F(ApiServerTest, ApiKeyIsRequiredOnV1Paths) {

@@ -85,6 +85,13 @@ void AddFlags(ArgParser& p) {
                       "let web pages from ORIGIN (e.g. https://app.example) call the API; "
                       "CORS is off by default");
   p.AddOption("api-max-connections", "N", "HTTP connections open at once", "512");
+  p.AddOption("max-running", "N", "generations the API runs at once; more wait in line", "64");
+  p.AddOption("max-queued", "N",
+              "requests waiting in line for a running slot; past it the answer is 429 with "
+              "Retry-After",
+              "256");
+  p.AddOption("queue-timeout-ms", "MS",
+              "longest wait in line before a request gets 503 with Retry-After", "60000");
   p.AddOption("api-header-timeout-ms", "MS",
               "time a client has to send its request line and headers", "10000");
   p.AddFlag("parse-special-in-content",
@@ -144,8 +151,13 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
   if (!sessions.ok()) return sessions.status();
   auto connections = p.GetInt("api-max-connections", 1, 900);
   auto header_ms = p.GetInt("api-header-timeout-ms", 100, 600000);
-  if (!connections.ok()) return connections.status();
-  if (!header_ms.ok()) return header_ms.status();
+  auto running = p.GetInt("max-running", 1, 4096);
+  auto queued = p.GetInt("max-queued", 0, 65536);
+  auto queue_ms = p.GetInt("queue-timeout-ms", 1, 3600000);
+  for (const absl::Status& s : {connections.status(), header_ms.status(), running.status(),
+                                queued.status(), queue_ms.status()}) {
+    if (!s.ok()) return s;
+  }
   api.host = p.GetString("api-host");
   api.port = static_cast<uint16_t>(*port);
   api.api_key = p.GetString("api-key");
@@ -153,6 +165,9 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
   api.cors_origins = p.GetAll("api-cors-origin");
   api.max_connections = static_cast<int>(*connections);
   api.header_timeout = std::chrono::milliseconds(*header_ms);
+  api.admission = {.max_running = static_cast<int>(*running),
+                   .max_queued = static_cast<int>(*queued),
+                   .max_wait = absl::Milliseconds(*queue_ms)};
   api.parse_special_in_content = p.GetFlag("parse-special-in-content");
   for (const std::string& name : p.GetAll("served-model-name")) {
     if (name.empty() || name.size() > 256) {
