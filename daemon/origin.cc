@@ -99,10 +99,12 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
   uint32_t attempt = 0;
   std::vector<int32_t> sequence;  // prompt + reply so far
   uint32_t generated = 0;
+  bool others_running = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = active_.find(request_id);
     if (it == active_.end()) return;
+    others_running = active_.size() > 1;
     r = it->second.request;
     attempt = it->second.attempt;
     sequence = r.prompt;
@@ -116,8 +118,10 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     return;
   }
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{n_embd_} * 4);
-  const size_t chunk =
-      std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, options_.max_chunk_tokens));
+  const uint32_t max_tokens = others_running
+                                  ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
+                                  : options_.max_chunk_tokens;
+  const size_t chunk = std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, max_tokens));
   for (size_t start = r.reuse_len; start < sequence.size(); start += chunk) {
     const size_t end = std::min(sequence.size(), start + chunk);
     v1::StageStepRequest step;

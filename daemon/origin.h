@@ -48,6 +48,10 @@ struct OriginOptions {
   // Prompt chunks stay below this many bytes of hidden state per message.
   uint64_t max_chunk_bytes = 8 << 20;
   uint32_t max_chunk_tokens = 512;
+  // When other requests of this origin are running, prompt chunks are this
+  // small instead, so that their decode steps, batched with each chunk at
+  // every stage, wait for a short chunk rather than a long one.
+  uint32_t busy_chunk_tokens = 16;
   // Recoveries per request at most; the next failure ends it with an error.
   uint32_t max_recoveries = 3;
   // How long a recovery waits for the nodes to agree on a new plan.

@@ -286,5 +286,32 @@ TEST_F(OriginRecoveryTest, AStageThatStopsAnsweringHealthCallsIsRecoveredFrom) {
   EXPECT_THAT(unreachable_, ::testing::Contains("b"));
 }
 
+TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
+  OriginOptions options;
+  options.max_chunk_tokens = 4;
+  options.busy_chunk_tokens = 2;
+  Start(options);
+  StartRequest();  // alone: its 4-token prompt is one step
+  EXPECT_EQ(transport_.WaitStep(1).second.tokens_size(), 4);
+  OriginRequest r;
+  r.request_id = "req-2";
+  r.session_id = "s2";
+  r.plan = PlanOf({"o", "b", "c"}, 1);
+  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  r.limits.set_max_tokens(5);
+  ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
+  std::vector<uint32_t> positions;
+  std::vector<int> sizes;
+  for (size_t n = 2; n <= 6; ++n) {
+    const v1::StageStepRequest step = transport_.WaitStep(n).second;
+    EXPECT_EQ(step.request_id(), "req-2#0");
+    positions.push_back(step.position());
+    sizes.push_back(step.tokens_size());
+    EXPECT_EQ(step.sample(), n == 6);
+  }
+  EXPECT_EQ(positions, (std::vector<uint32_t>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2, 1}));
+}
+
 }  // namespace
 }  // namespace ringlm

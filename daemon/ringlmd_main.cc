@@ -70,6 +70,10 @@ void AddFlags(ArgParser& p) {
               "3");
   p.AddOption("recovery-timeout-ms", "MS",
               "how long a recovering request waits for the nodes to agree on a new plan", "15000");
+  p.AddOption("busy-prefill-chunk", "N",
+              "prompt tokens per step while other requests run (smaller keeps their streams "
+              "moving during a long prefill; alone, a prompt goes in steps of 512)",
+              "16");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
   p.AddOption("api-host", "HOST",
@@ -225,9 +229,11 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   auto progress = p.GetInt("no-progress-timeout-ms", 500, 3600000);
   auto recoveries = p.GetInt("max-recoveries", 0, 100);
   auto recovery_wait = p.GetInt("recovery-timeout-ms", 100, 600000);
-  for (const absl::Status& s : {grpc_port.status(), disc_port.status(), interval.status(),
-                                expiry.status(), kv.status(), sessions.status(), rpc.status(),
-                                progress.status(), recoveries.status(), recovery_wait.status()}) {
+  auto busy_chunk = p.GetInt("busy-prefill-chunk", 1, 512);
+  for (const absl::Status& s :
+       {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
+        sessions.status(), rpc.status(), progress.status(), recoveries.status(),
+        recovery_wait.status(), busy_chunk.status()}) {
     if (!s.ok()) return s;
   }
   o.grpc_port = static_cast<uint16_t>(*grpc_port);
@@ -245,6 +251,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.origin.no_progress_timeout = std::chrono::milliseconds(*progress);
   o.origin.max_recoveries = static_cast<uint32_t>(*recoveries);
   o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
+  o.origin.busy_chunk_tokens = static_cast<uint32_t>(*busy_chunk);
   o.origin.health_interval = std::chrono::milliseconds(std::min<int64_t>(*interval, 1000));
   if (p.Has("peers")) {
     for (absl::string_view peer : absl::StrSplit(p.GetString("peers"), ',', absl::SkipEmpty())) {

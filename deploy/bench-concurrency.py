@@ -12,8 +12,19 @@ streams' own decode rates; itl is the time between consecutive tokens of a
 stream, over all streams. Each stream gets a different prompt, so no prefix
 is shared. Loopback or LAN addresses only.
 
+With --long-prompt N it measures how a long prefill disturbs running streams:
+for each stream count it starts the streams, and once each has a few tokens
+sends one more request with an N-token prompt (1 token of reply). It prints
+
+  streams  prefill_tokens  prefill_s  itl_p99_before_ms  itl_p99_during_ms  ratio  gaps_during
+
+where "during" is the prefill (from the long request's start to its first
+token) and "before" the 3 s or more before it, once every stream has its
+first 5 tokens; ratio is during/before. Give the
+streams enough --max-tokens to outlast the prefill.
+
   deploy/bench-concurrency.py --server 127.0.0.1:8080 [--streams 1,2,4,8,16] [--max-tokens 48]
-      [--ignore-eos]
+      [--ignore-eos] [--long-prompt 1500]
 """
 import argparse
 import statistics
@@ -26,13 +37,16 @@ WORDS = ["river", "mountain", "lantern", "garden", "harbor", "meadow", "castle",
          "desert", "island", "valley", "village", "bridge", "tower", "market", "orchard"]
 
 
-def stream_completion(address, prompt, max_tokens, ignore_eos, out):
-    """Appends (arrival times of the token chunks, completion tokens) to out."""
+def stream_completion(address, prompt, max_tokens, ignore_eos, out, arrivals=None):
+    """Appends (arrival times of the token chunks, completion tokens) to out.
+    The arrival times go into `arrivals` (a new list unless given), so a
+    caller can watch them as they come."""
     fields = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
               "stream_options": {"include_usage": True}}
     if ignore_eos:  # llama-server's extension; ringlm refuses fields it does not know
         fields["ignore_eos"] = True
-    arrivals, usage = [], None
+    arrivals = [] if arrivals is None else arrivals
+    usage = None
     for chunk in stream_chunks(address, "/v1/completions", fields, timeout=900):
         if chunk.get("usage"):
             usage = chunk["usage"]
@@ -41,6 +55,58 @@ def stream_completion(address, prompt, max_tokens, ignore_eos, out):
                 arrivals.append(time.monotonic())
     tokens = usage["completion_tokens"] if usage else len(arrivals)
     out.append((arrivals, tokens))
+
+
+def long_prefill(address, n_tokens, out):
+    """Appends (start, first token time) of one request with an n-token prompt."""
+    fields = {"prompt": [1] + [1000 + (7 * i) % 20000 for i in range(n_tokens - 1)],
+              "max_tokens": 1, "temperature": 0, "stream": True}
+    start = time.monotonic()
+    for chunk in stream_chunks(address, "/v1/completions", fields, timeout=900):
+        if any(c.get("text") for c in chunk.get("choices", [])):
+            out.append((start, time.monotonic()))
+            return
+    out.append((start, time.monotonic()))
+
+
+def run_with_long_prompt(address, streams, max_tokens, ignore_eos, n_prompt):
+    results, errors, long_result = [], [], []
+
+    def worker(i):
+        words = " ".join(WORDS[(i * 5 + k) % len(WORDS)] for k in range(6))
+        try:
+            stream_completion(address, f"Far away, beyond the {words},", max_tokens, ignore_eos,
+                              results, live[i])
+        except Exception as e:
+            errors.append(e)
+
+    live = [[] for _ in range(streams)]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(streams)]
+    for t in threads:
+        t.start()
+    while not errors and any(len(a) < 5 for a in live) and any(t.is_alive() for t in threads):
+        time.sleep(0.05)
+    time.sleep(3.0)
+    long_thread = threading.Thread(target=long_prefill, args=(address, n_prompt, long_result))
+    long_thread.start()
+    long_thread.join()
+    for t in threads:
+        t.join()
+    if errors or not long_result:
+        raise SystemExit(f"{streams} streams with a long prompt: {errors[:1] or 'no reply'}")
+    start, first = long_result[0]
+    before, during = [], []
+    for arrivals, _ in results:
+        settled = arrivals[4:]  # the first tokens overlap the other streams' prompts
+        for a, b in zip(settled, settled[1:]):
+            if b <= start:
+                before.append(b - a)
+            elif a < first:
+                during.append(b - a)
+    p99_before = percentile(before, 0.99) * 1000 if before else 0
+    p99_during = percentile(during, 0.99) * 1000 if during else 0
+    return (first - start, p99_before, p99_during,
+            p99_during / p99_before if p99_before > 0 else 0, len(during))
 
 
 def percentile(values, p):
@@ -90,7 +156,18 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--ignore-eos", action="store_true",
                         help="send llama-server's ignore_eos (not for ringlm)")
+    parser.add_argument("--long-prompt", type=int, default=0,
+                        help="measure the streams while a prompt of this many tokens is prefilled")
     args = parser.parse_args()
+    if args.long_prompt > 0:
+        print(f"{'streams':>7} {'prefill_tokens':>14} {'prefill_s':>9} {'itl_p99_before_ms':>17} "
+              f"{'itl_p99_during_ms':>17} {'ratio':>6} {'gaps_during':>11}", flush=True)
+        for n in (int(s) for s in args.streams.split(",")):
+            seconds, before, during, ratio, gaps = run_with_long_prompt(
+                args.server, n, args.max_tokens, args.ignore_eos, args.long_prompt)
+            print(f"{n:>7} {args.long_prompt:>14} {seconds:>9.2f} {before:>17.1f} {during:>17.1f} "
+                  f"{ratio:>6.2f} {gaps:>11}", flush=True)
+        return
     print(f"{'streams':>7} {'agg_tok_s':>10} {'stream_tok_s':>12} {'itl_p50_ms':>10} "
           f"{'itl_p99_ms':>10} {'ttft_p50_ms':>11}", flush=True)
     for round_index, n in enumerate(int(s) for s in args.streams.split(",")):
