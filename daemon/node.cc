@@ -183,12 +183,14 @@ absl::Status Node::Start() {
   stage_options.batch_tokens = metrics_->batch_tokens;
   stage_options.queue_wait_seconds = metrics_->queue_wait_seconds;
   stage_options.max_step_tokens = o.origin.max_chunk_tokens;
+  transport_ = std::make_unique<MemberTransport>(
+      node_id_, client_.get(), [this](const std::string& id) { return cluster_->AddressOf(id); });
   stage_ = std::make_unique<StageRuntime>(
-      *model_, pool_.get(), this, node_id_,
+      *model_, pool_.get(), transport_.get(), node_id_,
       [this](const std::string& id) { return cluster_->IsMember(id); }, stage_options);
   OriginClusterHooks hooks;
   hooks.health = [this](const v1::PlanStage& stage) {
-    RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(stage.node_id()));
+    RINGLM_ASSIGN_OR_RETURN(std::string address, transport_->Resolve(stage.node_id()));
     v1::HealthReply reply;
     std::string spki;
     RINGLM_RETURN_IF_ERROR(client_->Health(address, &reply, &spki));
@@ -204,8 +206,9 @@ absl::Status Node::Start() {
                             std::chrono::steady_clock::time_point deadline) {
     return AwaitPlan(avoid, deadline);
   };
-  origin_ = std::make_unique<OriginRegistry>(o.origin, this, node_id_, config.n_embd,
+  origin_ = std::make_unique<OriginRegistry>(o.origin, transport_.get(), node_id_, config.n_embd,
                                              std::move(hooks), metrics_.get());
+  transport_->Attach(stage_.get(), origin_.get());
   if (model_cache_ != nullptr) {
     LayerFetcherOptions f;
     f.fingerprint = model_->fingerprint();
@@ -454,12 +457,6 @@ void Node::TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot) {
   }
 }
 
-absl::StatusOr<std::string> Node::Resolve(const std::string& node_id) const {
-  if (std::optional<std::string> a = cluster_->AddressOf(node_id)) return *a;
-  return absl::FailedPreconditionError(
-      absl::StrCat("node ", node_id, " is not a proven member of the cluster"));
-}
-
 bool Node::IsPinnedMember(const std::string& node_id, const std::string& spki) const {
   const std::string own = identity_ ? identity_->spki_fingerprint : "";
   if (node_id == node_id_) return ConstantTimeEquals(spki, own);
@@ -474,34 +471,5 @@ bool Node::BeginGenerateCall() {
 }
 
 void Node::EndGenerateCall() { generate_calls_.fetch_sub(1); }
-
-absl::Status Node::StageStep(const std::string& to, const v1::StageStepRequest& request) {
-  if (to == node_id_) return stage_->Enqueue(request, Caller::Self(node_id_));
-  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
-  return client_->StageStep(address, request);
-}
-
-absl::Status Node::DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
-                                v1::DeliverTokenReply* reply) {
-  if (origin == node_id_) {
-    RINGLM_ASSIGN_OR_RETURN(bool stop, origin_->Deliver(request, node_id_));
-    reply->set_cancel(stop);
-    return absl::OkStatus();
-  }
-  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(origin));
-  return client_->DeliverToken(address, request, reply);
-}
-
-absl::Status Node::Cancel(const std::string& to, const std::string& request_id) {
-  if (to == node_id_) return stage_->Cancel(request_id, Caller::Self(node_id_));
-  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
-  return client_->Cancel(address, request_id);
-}
-
-absl::Status Node::DropSession(const std::string& to, const std::string& session_id) {
-  if (to == node_id_) return stage_->DropSession(session_id, Caller::Self(node_id_)).status();
-  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
-  return client_->DropSession(address, session_id);
-}
 
 }  // namespace ringlm

@@ -86,11 +86,11 @@ struct NodeOptions {
 // runtime, origin registry and gRPC server. Start once, Stop once (also run
 // by the destructor). Thread-safe accessors. With a cluster key, the gRPC
 // server speaks mutual TLS only, announcements are authenticated, and the
-// Transport dials proven members only (docs/security.md).
-class Node : public Transport {
+// transport dials proven members only (docs/security.md).
+class Node {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(NodeOptions options);
-  ~Node() override;
+  ~Node();
 
   // Binds the gRPC server, then starts discovery and the cluster view.
   absl::Status Start();
@@ -133,14 +133,6 @@ class Node : public Transport {
   bool BeginGenerateCall();
   void EndGenerateCall();
 
-  // Transport: calls to this node itself skip the network; others go to the
-  // address proven for that member, never to one named in a request.
-  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& request) override;
-  absl::Status DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
-                            v1::DeliverTokenReply* reply) override;
-  absl::Status Cancel(const std::string& to, const std::string& request_id) override;
-  absl::Status DropSession(const std::string& to, const std::string& session_id) override;
-
  private:
   explicit Node(NodeOptions options);
   // Finds the cluster's model and opens the partial copy (model_from_peers).
@@ -158,8 +150,6 @@ class Node : public Transport {
   // none of `avoid` (OriginClusterHooks::await_plan).
   absl::StatusOr<v1::Plan> AwaitPlan(const std::vector<std::string>& avoid,
                                      std::chrono::steady_clock::time_point deadline) const;
-  // Where to call member `node_id`; FailedPrecondition for a non-member.
-  absl::StatusOr<std::string> Resolve(const std::string& node_id) const;
 
   NodeOptions options_;
   std::string node_id_;
@@ -176,6 +166,7 @@ class Node : public Transport {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PeerClient> client_;
   std::unique_ptr<DiscoveryService> discovery_;
+  std::unique_ptr<MemberTransport> transport_;
   std::unique_ptr<StageRuntime> stage_;
   std::unique_ptr<OriginRegistry> origin_;
   std::unique_ptr<ClusterView> cluster_;

@@ -1,12 +1,15 @@
 // How a node's ring logic reaches other nodes. The seam where tests inject
-// faults; production uses Node (node.cc), which short-cuts calls to this
+// faults; production uses MemberTransport, which short-cuts calls to this
 // node itself and otherwise calls authenticated members over gRPC.
 #ifndef RINGLM_DAEMON_TRANSPORT_H_
 #define RINGLM_DAEMON_TRANSPORT_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -25,6 +28,43 @@ class Transport {
                                     v1::DeliverTokenReply* reply) = 0;
   virtual absl::Status Cancel(const std::string& to, const std::string& request_id) = 0;
   virtual absl::Status DropSession(const std::string& to, const std::string& session_id) = 0;
+};
+
+class OriginRegistry;
+class PeerClient;
+class StageRuntime;
+
+// The production Transport. A call to this node itself goes straight to its
+// stage runtime or origin registry, as from Caller::Self; any other goes
+// over `client` to the address `resolve` proves for that member (the
+// cluster view's), and a node it does not know gets FailedPrecondition.
+//
+// Ownership: borrows everything; the client, the resolver's state and the
+// attached runtime and registry must outlive every call. Attach once, before
+// the first call (they are built after the transport, which they use).
+// Thread-safe after Attach.
+class MemberTransport : public Transport {
+ public:
+  using Resolver = std::function<std::optional<std::string>(const std::string& node_id)>;
+  MemberTransport(std::string self_id, PeerClient* client, Resolver resolve);
+
+  void Attach(StageRuntime* stage, OriginRegistry* origin);
+
+  // Where to call member `node_id`; FailedPrecondition for a non-member.
+  absl::StatusOr<std::string> Resolve(const std::string& node_id) const;
+
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& request) override;
+  absl::Status DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
+                            v1::DeliverTokenReply* reply) override;
+  absl::Status Cancel(const std::string& to, const std::string& request_id) override;
+  absl::Status DropSession(const std::string& to, const std::string& session_id) override;
+
+ private:
+  const std::string self_id_;
+  PeerClient* const client_;
+  const Resolver resolve_;
+  StageRuntime* stage_ = nullptr;
+  OriginRegistry* origin_ = nullptr;
 };
 
 }  // namespace ringlm
