@@ -56,27 +56,18 @@ absl::Status ClusterBackend::WaitUntilReady(std::chrono::milliseconds patience) 
 
 absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) {
-  RINGLM_RETURN_IF_ERROR(node_.WaitUntilServing());
-  if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
-  if (request.prompt.size() > context_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),
-                                                   " tokens, the context holds ", context_size()));
-  }
-  RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
-  OriginRequest r;
-  // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
-  r.request_id = RandomId("req-");
-  r.session_id = request.reuse.session_id.empty() ? RandomId("tmp-") : request.reuse.session_id;
-  r.plan = node_.cluster().current()->plan;
-  r.prompt = std::move(request.prompt);
-  r.sampling = SamplingToProto(request.sampling);
-  r.limits.set_max_tokens(request.max_tokens);
-  r.reuse_len = request.reuse.reuse_len;
-  r.fork_from = request.reuse.fork_from;
-  r.keep_session = request.keep_session;
-  r.constraint = std::move(request.constraint);
-  r.logprobs.set_enabled(request.logprobs);
-  r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
+  NewRequest n;
+  n.prompt = std::move(request.prompt);
+  n.sampling = request.sampling;
+  n.max_tokens = request.max_tokens;
+  n.logprobs = request.logprobs;
+  n.top_logprobs = request.top_logprobs;
+  n.constraint = std::move(request.constraint);
+  n.session_id = std::move(request.reuse.session_id);
+  n.reuse_len = request.reuse.reuse_len;
+  n.fork_from = std::move(request.reuse.fork_from);
+  n.keep_session = request.keep_session;
+  RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(n)));
   const std::string id = r.request_id;
   RINGLM_RETURN_IF_ERROR(node_.origin().Start(std::move(r), [on_event](const OriginEvent& e) {
     GenerationEvent g;

@@ -206,7 +206,14 @@ absl::Status Node::Start() {
                             std::chrono::steady_clock::time_point deadline) {
     return AwaitPlan(avoid, deadline);
   };
-  origin_ = std::make_unique<OriginRegistry>(o.origin, transport_.get(), node_id_, config.n_embd,
+  hooks.serving_plan = [this]() -> absl::StatusOr<v1::Plan> {
+    RINGLM_RETURN_IF_ERROR(WaitUntilServing());
+    return cluster_->current()->plan;
+  };
+  const OriginModel origin_model{.n_embd = config.n_embd,
+                                 .context_size = model_->context_size(),
+                                 .n_vocab = static_cast<uint32_t>(model_->tokenizer().n_vocab())};
+  origin_ = std::make_unique<OriginRegistry>(o.origin, transport_.get(), node_id_, origin_model,
                                              std::move(hooks), metrics_.get());
   transport_->Attach(stage_.get(), origin_.get());
   if (model_cache_ != nullptr) {
@@ -421,23 +428,13 @@ void Node::TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot) {
                        (held && (held->first != mine->first || held->last != mine->last));
   if (changed) {
     spdlog::info("layers: {} -> {}", FormatRange(held), FormatRange(mine));
-    if (absl::Status s = stage_->SetRange(mine); !s.ok()) {
-      spdlog::error("cannot take layers {}: {}", FormatRange(mine), s.ToString());
-      state_ = v1::NODE_STATE_STARTING;
-      return;
-    }
-    absl::StatusOr<StageWeights> weights =
-        mine ? model_->LoadStage(*mine) : absl::StatusOr<StageWeights>(absl::NotFoundError(""));
-    if (held) {
+    auto handover = [&](const StageWeights* taken, const StageWeights* left) {
       // Hand back the pages of layers this node no longer runs.
-      if (absl::StatusOr<StageWeights> old = model_->LoadStage(*held); old.ok()) {
-        model_->Release(*old, weights.ok() ? &*weights : nullptr);
-      }
-    }
-    if (mine && weights.ok()) {
-      if (model_cache_ != nullptr) model_cache_->Touch(TensorIndices(*weights));
+      if (left != nullptr) model_->Release(*left, taken);
+      if (taken == nullptr) return;
+      if (model_cache_ != nullptr) model_cache_->Touch(TensorIndices(*taken));
       int last_decile = -1;
-      model_->PageIn(*weights, [&](uint64_t done, uint64_t total) {
+      model_->PageIn(*taken, [&](uint64_t done, uint64_t total) {
         const int decile = total == 0 ? 10 : static_cast<int>(done * 10 / total);
         if (decile != last_decile && (decile % 5 == 0)) {
           spdlog::info("paging in layers {}: {}% of {:.1f} MiB", FormatRange(mine), decile * 10,
@@ -445,6 +442,11 @@ void Node::TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot) {
         }
         last_decile = decile;
       });
+    };
+    if (absl::Status s = stage_->SetRange(mine, handover); !s.ok()) {
+      spdlog::error("cannot take layers {}: {}", FormatRange(mine), s.ToString());
+      state_ = v1::NODE_STATE_STARTING;
+      return;
     }
   }
   cluster_->MarkApplied(snapshot->partition_key);

@@ -97,38 +97,19 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       prompt = model.tokenizer().Encode(request.prompt(), /*add_special=*/true,
                                         /*parse_special=*/false);
     }
-    for (int32_t id : prompt) {
-      if (!model.tokenizer().IsValid(id)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("prompt token id ", id, " is outside the vocabulary"));
-      }
-    }
-    if (prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
-    if (prompt.size() > model.context_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("context_length_exceeded: the prompt has ",
-                                                     prompt.size(), " tokens, the context holds ",
-                                                     model.context_size()));
-    }
-    if (request.limits().max_tokens() < 0) {
-      return absl::InvalidArgumentError("max_tokens must be >= 0");
-    }
-    if (absl::Status s = SamplingFromProto(request.sampling()).Validate(); !s.ok()) return s;
-    RINGLM_RETURN_IF_ERROR(node_.WaitUntilServing());
-    std::shared_ptr<const ClusterSnapshot> snapshot = node_.cluster().current();
-    OriginRequest r;
-    r.request_id = RandomId("req-");
-    r.session_id = r.request_id;
-    r.plan = snapshot->plan;
-    r.prompt = prompt;
-    r.sampling = request.sampling();
-    r.limits = request.limits();
-    r.wire_dtype = request.hidden_dtype() == v1::DTYPE_F16 ? v1::DTYPE_F16 : v1::DTYPE_F32;
+    NewRequest n;
+    n.prompt = std::move(prompt);
+    n.sampling = SamplingFromProto(request.sampling());
+    n.max_tokens = request.limits().max_tokens();
+    n.ignore_eos = request.limits().ignore_eos();
+    n.f16_hidden = request.hidden_dtype() == v1::DTYPE_F16;
+    RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(n)));
     request_id_ = r.request_id;
 
     v1::GenerateEvent first;
-    first.mutable_prompt_ids()->Add(prompt.begin(), prompt.end());
+    first.mutable_prompt_ids()->Add(r.prompt.begin(), r.prompt.end());
     first.set_request_id(r.request_id);
-    *first.mutable_plan() = snapshot->plan;
+    *first.mutable_plan() = r.plan;
     {
       absl::MutexLock lock(&stream_->mu);
       pending_.push_back(std::move(first));

@@ -5,8 +5,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "daemon/proto_convert.h"
 #include "inference/token_digest.h"
+#include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -33,11 +35,11 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 OriginRegistry::OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
-                               uint32_t n_embd, OriginClusterHooks cluster, NodeMetrics* metrics)
+                               OriginModel model, OriginClusterHooks cluster, NodeMetrics* metrics)
     : options_(options),
       transport_(transport),
       self_id_(std::move(self_id)),
-      n_embd_(n_embd),
+      model_(model),
       cluster_(std::move(cluster)),
       metrics_(metrics),
       sender_("origin-sender"),
@@ -68,6 +70,40 @@ void OriginRegistry::Stop() {
 size_t OriginRegistry::active() const {
   absl::MutexLock lock(&mu_);
   return active_.size();
+}
+
+absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest request) const {
+  if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  if (request.prompt.size() > model_.context_size) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),
+                                                   " tokens, the context holds ",
+                                                   model_.context_size));
+  }
+  for (int32_t id : request.prompt) {
+    if (id < 0 || static_cast<uint32_t>(id) >= model_.n_vocab) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "prompt token id ", id, " is outside the vocabulary [0, ", model_.n_vocab, ")"));
+    }
+  }
+  if (request.max_tokens < 0) return absl::InvalidArgumentError("max_tokens must be >= 0");
+  RINGLM_RETURN_IF_ERROR(request.sampling.Validate());
+  OriginRequest r;
+  RINGLM_ASSIGN_OR_RETURN(r.plan, cluster_.serving_plan());
+  // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
+  r.request_id = RandomId("req-");
+  r.session_id = request.session_id.empty() ? RandomId("tmp-") : std::move(request.session_id);
+  r.prompt = std::move(request.prompt);
+  r.sampling = SamplingToProto(request.sampling);
+  r.limits.set_max_tokens(request.max_tokens);
+  r.limits.set_ignore_eos(request.ignore_eos);
+  r.logprobs.set_enabled(request.logprobs);
+  r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
+  r.constraint = std::move(request.constraint);
+  r.wire_dtype = request.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32;
+  r.reuse_len = request.reuse_len;
+  r.fork_from = std::move(request.fork_from);
+  r.keep_session = request.keep_session;
+  return r;
 }
 
 absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
@@ -117,7 +153,7 @@ void OriginRegistry::SendPrompt(const std::string& request_id) {
     Finish(request_id, done);
     return;
   }
-  const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{n_embd_} * 4);
+  const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
   const uint32_t max_tokens = others_running
                                   ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
                                   : options_.max_chunk_tokens;

@@ -19,6 +19,7 @@
 #include "daemon/task_queue.h"
 #include "daemon/transport.h"
 #include "inference/sampling/logprobs.h"
+#include "inference/sampling/sampling_params.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -71,9 +72,40 @@ struct OriginClusterHooks {
   std::function<absl::StatusOr<v1::Plan>(const std::vector<std::string>& avoid,
                                          std::chrono::steady_clock::time_point deadline)>
       await_plan;
+  // The plan new requests start on (waiting, within a deadline, until every
+  // stage agrees); Unavailable with the reason otherwise.
+  std::function<absl::StatusOr<v1::Plan>()> serving_plan;
 };
 
 // A request as the origin starts it.
+// A request as a frontend (the HTTP API, the gRPC Generate call) hands it
+// over, in domain types. OriginRegistry::Prepare checks it, once for both.
+struct NewRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int32_t max_tokens = 0;
+  bool ignore_eos = false;  // generate max_tokens even past end-of-sequence
+  bool logprobs = false;
+  int top_logprobs = 0;     // clamped to [0, kMaxTopLogprobs]
+  std::string constraint;   // output_constraint.h spec; empty = free text
+  bool f16_hidden = false;  // hidden states travel the ring as F16
+  // Continue from the first reuse_len positions of session_id (or of
+  // fork_from); an empty session_id is a session of the request's own.
+  std::string session_id;
+  uint32_t reuse_len = 0;
+  std::string fork_from;
+  bool keep_session = false;
+};
+
+// What the origin checks a request against.
+struct OriginModel {
+  uint32_t n_embd = 0;
+  uint32_t context_size = 0;
+  uint32_t n_vocab = 0;
+};
+
+// A checked request, with its ids and plan: the form the origin keeps, with
+// the ring's proto parts ready to send.
 struct OriginRequest {
   std::string request_id;
   std::string session_id;
@@ -110,12 +142,18 @@ struct OriginRequest {
 // thread. Thread-safe.
 class OriginRegistry {
  public:
-  OriginRegistry(OriginOptions options, Transport* transport, std::string self_id, uint32_t n_embd,
-                 OriginClusterHooks cluster, NodeMetrics* metrics = nullptr);
+  OriginRegistry(OriginOptions options, Transport* transport, std::string self_id,
+                 OriginModel model, OriginClusterHooks cluster, NodeMetrics* metrics = nullptr);
   ~OriginRegistry();
 
-  // Registers the request and queues its prompt. InvalidArgument for an
-  // empty prompt or a duplicate id.
+  // The one check of a new request, for every frontend: a prompt of 1 to
+  // context_size tokens inside the vocabulary, max_tokens >= 0, valid
+  // sampling (InvalidArgument naming what is wrong). Then it draws the
+  // request id (and a session id when none is given) from the CSPRNG and
+  // takes the serving plan (Unavailable when there is none).
+  absl::StatusOr<OriginRequest> Prepare(NewRequest request) const;
+  // Registers a prepared request and queues its prompt. InvalidArgument for
+  // an empty prompt or a duplicate id.
   absl::Status Start(OriginRequest request, OriginSink sink);
   // A DeliverToken call from node `caller`. Tokens are taken only from the
   // last stage of the request's plan, error reports from any of its stages;
@@ -177,7 +215,7 @@ class OriginRegistry {
   const OriginOptions options_;
   Transport* const transport_;
   const std::string self_id_;
-  const uint32_t n_embd_;
+  const OriginModel model_;
   const OriginClusterHooks cluster_;
   NodeMetrics* const metrics_;  // may be null
 

@@ -94,7 +94,10 @@ class OriginRecoveryTest : public ::testing::Test {
       return p;
     };
     origin_.reset();
-    origin_ = std::make_unique<OriginRegistry>(options, &transport_, "o", 8, std::move(hooks));
+    hooks.serving_plan = [] { return PlanOf({"o", "b", "c"}, 1); };
+    origin_ = std::make_unique<OriginRegistry>(
+        options, &transport_, "o", OriginModel{.n_embd = 8, .context_size = 64, .n_vocab = 1000},
+        std::move(hooks));
   }
 
   // Starts a request on plan o, b, c and returns its id.
@@ -311,6 +314,58 @@ TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
   }
   EXPECT_EQ(positions, (std::vector<uint32_t>{0, 2, 4, 6, 8}));
   EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2, 1}));
+}
+
+TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {
+  auto prepare = [&](std::vector<int32_t> prompt, auto&& edit) {
+    NewRequest n;
+    n.prompt = std::move(prompt);
+    edit(n);
+    return origin_->Prepare(std::move(n));
+  };
+  auto as_is = [](NewRequest&) {};
+  auto message = [](const absl::StatusOr<OriginRequest>& r) {
+    return std::string(r.status().message());
+  };
+  EXPECT_THAT(message(prepare({}, as_is)), HasSubstr("no tokens"));
+  EXPECT_THAT(message(prepare(std::vector<int32_t>(65, 1), as_is)),
+              HasSubstr("the prompt has 65 tokens, the context holds 64"));
+  EXPECT_THAT(message(prepare({1, 1000}, as_is)),
+              HasSubstr("prompt token id 1000 is outside the vocabulary [0, 1000)"));
+  EXPECT_THAT(message(prepare({1, -1}, as_is)), HasSubstr("token id -1"));
+  EXPECT_THAT(message(prepare({1}, [](NewRequest& n) { n.max_tokens = -1; })),
+              HasSubstr("max_tokens must be >= 0"));
+  EXPECT_THAT(message(prepare({1}, [](NewRequest& n) { n.sampling.temperature = -1; })),
+              HasSubstr("temperature"));
+
+  absl::StatusOr<OriginRequest> a = prepare({1, 2}, [](NewRequest& n) {
+    n.max_tokens = 5;
+    n.ignore_eos = true;
+    n.logprobs = true;
+    n.top_logprobs = 99;
+    n.f16_hidden = true;
+  });
+  absl::StatusOr<OriginRequest> b = prepare({1, 2}, [](NewRequest& n) {
+    n.session_id = "s-kept";
+    n.reuse_len = 1;
+    n.keep_session = true;
+  });
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(a->request_id, b->request_id);
+  EXPECT_EQ(a->request_id.rfind("req-", 0), 0u);
+  EXPECT_EQ(a->session_id.rfind("tmp-", 0), 0u);  // a session of its own
+  EXPECT_FALSE(a->keep_session);
+  EXPECT_EQ(b->session_id, "s-kept");
+  EXPECT_EQ(b->reuse_len, 1u);
+  EXPECT_TRUE(b->keep_session);
+  EXPECT_EQ(a->plan.stages_size(), 3);  // the serving plan
+  EXPECT_EQ(a->limits.max_tokens(), 5);
+  EXPECT_TRUE(a->limits.ignore_eos());
+  EXPECT_TRUE(a->logprobs.enabled());
+  EXPECT_EQ(a->logprobs.top(), static_cast<uint32_t>(kMaxTopLogprobs));
+  EXPECT_EQ(a->wire_dtype, v1::DTYPE_F16);
+  EXPECT_EQ(b->wire_dtype, v1::DTYPE_F32);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ void StageRuntime::Stop() {
   sender_.Stop();
 }
 
-absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
+absl::Status StageRuntime::SetRange(std::optional<LayerRange> range, const Handover& handover) {
   std::shared_ptr<Bundle> bundle;
   if (range.has_value()) {
     RINGLM_ASSIGN_OR_RETURN(StageWeights weights, model_.LoadStage(*range));
@@ -88,8 +88,10 @@ absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
     bundle->engine = std::make_unique<StageEngine>(model_.config(), *bundle->weights, pool_);
   }
   std::vector<LayerRange> kept;
+  std::shared_ptr<const Bundle> left;
   {
     absl::MutexLock lock(&mu_);
+    left = current_;
     previous_ = current_;
     current_ = bundle;
     for (const auto& b : {current_, previous_}) {
@@ -103,6 +105,10 @@ absl::Status StageRuntime::SetRange(std::optional<LayerRange> range) {
     return std::none_of(kept.begin(), kept.end(),
                         [&](const LayerRange& r) { return cache.Holds(r.first, r.last); });
   });
+  if (handover) {
+    handover(bundle != nullptr ? bundle->weights.get() : nullptr,
+             left != nullptr ? left->weights.get() : nullptr);
+  }
   return absl::OkStatus();
 }
 

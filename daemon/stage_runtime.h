@@ -79,9 +79,13 @@ class StageRuntime {
                MembershipCheck is_member, StageOptions options);
   ~StageRuntime();
 
+  // Called by SetRange once the new range is in place: the weights it now
+  // runs (null for none) and those it ran before (null for none), loaded
+  // once, for the caller to page in and hand back memory.
+  using Handover = std::function<void(const StageWeights* taken, const StageWeights* left)>;
   // The layers this node holds from now on; nullopt when it holds none.
-  // Drops idle sessions of other ranges.
-  absl::Status SetRange(std::optional<LayerRange> range);
+  // Drops idle sessions of other ranges; then runs `handover` (may be empty).
+  absl::Status SetRange(std::optional<LayerRange> range, const Handover& handover = {});
   std::optional<LayerRange> range() const;
 
   // Checks a step from `caller` and queues it. InvalidArgument for a
