@@ -381,5 +381,85 @@ TEST_F(StageRuntimeTest, ConcurrentRequestsAreBatchedAndEachGetsItsSoloTokens) {
   }
 }
 
+// Sends to node "c" hang until Release; every other send is recorded.
+class StallingTransport : public Transport {
+ public:
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    if (to == "c") {
+      ++stalled_;
+      auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return released_; };
+      mu_.Await(absl::Condition(&released));
+      return absl::DeadlineExceededError("stalled");
+    }
+    sent_to_.push_back(to);
+    return absl::OkStatus();
+  }
+  absl::Status DeliverToken(const std::string&, const v1::DeliverTokenRequest&,
+                            v1::DeliverTokenReply*) override {
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status DropSession(const std::string&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  bool WaitStalled() {
+    absl::MutexLock lock(&mu_);
+    auto stalled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stalled_ > 0; };
+    return mu_.AwaitWithTimeout(absl::Condition(&stalled), absl::Seconds(30));
+  }
+  bool WaitSentTo(const std::string& to) {
+    absl::MutexLock lock(&mu_);
+    auto sent = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return std::find(sent_to_.begin(), sent_to_.end(), to) != sent_to_.end();
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&sent), absl::Seconds(30));
+  }
+  bool still_stalled() {
+    absl::MutexLock lock(&mu_);
+    return !released_;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int stalled_ ABSL_GUARDED_BY(mu_) = 0;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> sent_to_ ABSL_GUARDED_BY(mu_);
+};
+
+// Stage 0 on node "b" of two plans, one going on to "c" and one to "d".
+// Node "c" stops answering: the request on the other plan still gets its
+// step through at once.
+TEST_F(StageRuntimeTest, AStalledNextHopDoesNotStallRequestsWhosePlansDoNotIncludeIt) {
+  StallingTransport transport;
+  members_.insert("d");
+  StageRuntime runtime(
+      *model_, &pool_, &transport, "b",
+      [this](const std::string& id) { return members_.count(id) > 0; }, StageOptions{});
+  const uint32_t n_layer = model_->config().n_layer;
+  ASSERT_TRUE(runtime.SetRange(LayerRange{0, 2}).ok());
+  auto step_via = [&](const std::string& next, const std::string& id) {
+    v1::StageStepRequest r = Step("o", id, "s-" + id, prompt_);
+    v1::Plan* plan = r.mutable_plan();
+    plan->mutable_stages(0)->set_last_layer(2);
+    v1::PlanStage* s = plan->add_stages();
+    s->set_node_id(next);
+    s->set_first_layer(2);
+    s->set_last_layer(n_layer);
+    return r;
+  };
+  ASSERT_TRUE(runtime.Enqueue(step_via("c", "r1"), Node("o")).ok());
+  ASSERT_TRUE(transport.WaitStalled());
+  ASSERT_TRUE(runtime.Enqueue(step_via("d", "r2"), Node("o")).ok());
+  EXPECT_TRUE(transport.WaitSentTo("d"));
+  EXPECT_TRUE(transport.still_stalled());
+  transport.Release();
+  runtime.Stop();
+}
+
 }  // namespace
 }  // namespace ringlm
