@@ -23,13 +23,28 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/metrics.h"
 
 namespace ringlm {
+
+// What Admission reports; every pointer may be null.
+struct AdmissionMetrics {
+  Gauge* running = nullptr;
+  Gauge* queued = nullptr;
+  Counter* refused_full = nullptr;     // the line was full (429)
+  Counter* refused_timeout = nullptr;  // waited max_wait in vain (503)
+  Histogram* wait_seconds = nullptr;   // time in line of each admitted request
+};
+
+// ringlm_api_running, ringlm_api_queued, ringlm_api_refused_total{reason}
+// and ringlm_api_queue_wait_seconds in `registry`.
+absl::StatusOr<AdmissionMetrics> RegisterAdmissionMetrics(MetricsRegistry& registry);
 
 struct AdmissionOptions {
   int max_running = 64;                         // generations at once (at least 1)
   int max_queued = 256;                         // waiting behind them (0 = refuse at once)
   absl::Duration max_wait = absl::Seconds(60);  // longest wait in line
+  AdmissionMetrics metrics;                     // must outlive the Admission
 };
 
 class Admission {
@@ -67,6 +82,8 @@ class Admission {
 
  private:
   void Release(absl::Time start);
+  // Publishes running_ and the line's length.
+  void ReportLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Seconds until a slot is likely to free for a newcomer: the mean running
   // time so far, times the line ahead of it per slot, in [1, 60].
   int RetryHintLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

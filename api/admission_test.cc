@@ -105,5 +105,28 @@ TEST(AdmissionTest, ShutdownWakesTheLine) {
   EXPECT_EQ(admission.Admit().status().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(AdmissionTest, MetricsFollowTheSlotsAndTheLine) {
+  MetricsRegistry registry;
+  absl::StatusOr<AdmissionMetrics> metrics = RegisterAdmissionMetrics(registry);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  Admission admission(
+      {.max_running = 1, .max_queued = 1, .max_wait = absl::Seconds(60), .metrics = *metrics});
+  std::optional<Admission::Ticket> holder;
+  holder.emplace(*admission.Admit());
+  EXPECT_EQ(metrics->running->Value(), 1);
+  std::thread waiter([&] { EXPECT_TRUE(admission.Admit().ok()); });
+  ASSERT_TRUE(Eventually([&] { return metrics->queued->Value() == 1; }));
+  EXPECT_FALSE(admission.Admit().ok());
+  EXPECT_EQ(metrics->refused_full->Value(), 1);
+  holder.reset();
+  waiter.join();
+  EXPECT_EQ(metrics->running->Value(), 0);
+  EXPECT_EQ(metrics->queued->Value(), 0);
+  EXPECT_EQ(metrics->wait_seconds->Count(), 2u);  // the holder's 0 and the waiter's wait
+  const std::string text = registry.RenderPrometheusText();
+  EXPECT_NE(text.find("ringlm_api_refused_total{reason=\"queue_full\"} 1"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace ringlm

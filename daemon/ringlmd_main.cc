@@ -340,6 +340,13 @@ int Main(int argc, char** argv) {
   std::unique_ptr<ApiServer> api;
   if (api_options->has_value()) {
     backend = std::make_unique<ClusterBackend>(**node);
+    absl::StatusOr<AdmissionMetrics> admission_metrics =
+        RegisterAdmissionMetrics((*node)->metrics().registry);
+    if (!admission_metrics.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", admission_metrics.status().ToString().c_str());
+      return 1;
+    }
+    (*api_options)->admission.metrics = *admission_metrics;
     api = std::make_unique<ApiServer>(**api_options, backend.get());
     if (absl::Status s = api->Start(); !s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
