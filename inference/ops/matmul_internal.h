@@ -32,6 +32,11 @@ struct DotJob {
 // of this CPU (runtime dispatch). Hot.
 void DotRows(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
 
+// The Highway target (HWY_AVX2, HWY_AVX3, ...) that dynamic dispatch runs
+// now: Highway's cached choice, so it costs no CPUID, and it follows
+// hwy::SetSupportedTargetsForTest. Hot-path safe.
+int64_t DispatchedHwyTarget();
+
 // One output element with portable scalar code (bit-identical to DotRows);
 // used by targets without FMA, where a vector mul+add would round twice.
 float DotOneScalar(const DotJob& job, int64_t r, int64_t t);

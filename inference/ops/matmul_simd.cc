@@ -353,6 +353,8 @@ void DotRowsImpl(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t 
   }
 }
 
+int64_t HwyTargetImpl() { return HWY_TARGET; }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ringlm
 HWY_AFTER_NAMESPACE();
@@ -361,6 +363,9 @@ HWY_AFTER_NAMESPACE();
 namespace ringlm {
 
 HWY_EXPORT(DotRowsImpl);
+HWY_EXPORT(HwyTargetImpl);
+
+int64_t DispatchedHwyTarget() { return HWY_DYNAMIC_DISPATCH(HwyTargetImpl)(); }
 
 void DotRows(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   HWY_DYNAMIC_DISPATCH(DotRowsImpl)(job, r0, r1, t0, t1);

@@ -69,7 +69,9 @@ const char* QGemmTargetName(QGemmTarget target) {
 
 QGemmTarget ActiveQGemmTarget() {
 #if defined(__x86_64__)
-  const int64_t hwy_targets = hwy::SupportedTargets();
+  // Not hwy::SupportedTargets(): that runs CPUID on every call (a VM exit
+  // under virtualisation), and MatMul asks on every call.
+  const int64_t hwy_targets = DispatchedHwyTarget();
   constexpr int64_t kAvx3OrBetter = HWY_AVX3 | HWY_AVX3_DL
 #ifdef HWY_AVX3_ZEN4
                                     | HWY_AVX3_ZEN4

@@ -69,8 +69,8 @@ struct QGemmKernels {
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
 
-// The target MatMul uses now: the best one this CPU supports, capped by
-// Highway's supported targets (so hwy::SetSupportedTargetsForTest forces it
+// The target MatMul uses now: the best one this CPU supports, capped by the
+// Highway target dispatch runs (so hwy::SetSupportedTargetsForTest forces it
 // too: AVX3 or better -> VNNI if the CPU has it, AVX2 -> AVX2, else kNone).
 QGemmTarget ActiveQGemmTarget();
 

@@ -155,6 +155,12 @@ TEST(QGemmTest, MatMulOnEveryHighwayTargetIsBitIdentical) {
     const Problem p = MakeProblem(type, 19, 160, 67, rng);
     for (int64_t hwy_target : hwy::SupportedAndGeneratedTargets()) {
       hwy::SetSupportedTargetsForTest(hwy_target);
+      if (hwy_target == HWY_AVX2 && CpuSupports(QGemmTarget::kAvx2)) {
+        EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kAvx2);
+      }
+      if (hwy_target == HWY_SCALAR || hwy_target == HWY_EMU128) {
+        EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kNone);
+      }
       for (int64_t n : {1, 2, 3, 8, 9, 17, 67}) {
         ExpectExact(p, QGemmTarget::kNone, 0, n, &pool2, hwy::TargetName(hwy_target));
         if (HasFatalFailure()) break;
