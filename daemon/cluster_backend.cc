@@ -1,13 +1,10 @@
 #include "daemon/cluster_backend.h"
 
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
-#include "daemon/proto_convert.h"
 #include "nlohmann/json.hpp"
-#include "security/crypto.h"
 
 namespace ringlm {
 namespace {
