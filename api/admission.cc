@@ -4,8 +4,6 @@
 #include <cmath>
 #include <string>
 
-#include "absl/strings/cord.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
@@ -13,13 +11,6 @@
 
 namespace ringlm {
 namespace {
-
-constexpr char kRetryAfterUrl[] = "ringlm.api/retry_after";
-
-absl::Status WithRetryHint(absl::Status status, int seconds) {
-  status.SetPayload(kRetryAfterUrl, absl::Cord(std::to_string(seconds)));
-  return status;
-}
 
 void Bump(Counter* counter) {
   if (counter != nullptr) counter->Increment();
@@ -66,7 +57,7 @@ absl::StatusOr<Admission::Ticket> Admission::Admit() {
   }
   if (static_cast<int>(line_.size()) >= options_.max_queued) {
     Bump(options_.metrics.refused_full);
-    return WithRetryHint(
+    return WithRetryAfter(
         WithOpenAiCode(absl::ResourceExhaustedError(
                            absl::StrCat("Too many requests: ", max_running, " are running and ",
                                         line_.size(), " are waiting (the limits); retry later")),
@@ -85,7 +76,7 @@ absl::StatusOr<Admission::Ticket> Admission::Admit() {
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   if (!turn) {
     Bump(options_.metrics.refused_timeout);
-    return WithRetryHint(
+    return WithRetryAfter(
         WithOpenAiCode(absl::ResourceExhaustedError(absl::StrCat(
                            "The server is overloaded: no generation slot freed within ",
                            absl::FormatDuration(options_.max_wait), "; retry later")),
@@ -132,13 +123,6 @@ int Admission::queued() const {
 int Admission::RetryHintLocked() const {
   const double per_slot = static_cast<double>(line_.size() + 1) / std::max(1, options_.max_running);
   return static_cast<int>(std::clamp(std::ceil(mean_running_s_ * per_slot), 1.0, 60.0));
-}
-
-int RetryAfterSeconds(const absl::Status& status) {
-  const auto payload = status.GetPayload(kRetryAfterUrl);
-  int seconds = 0;
-  if (!payload || !absl::SimpleAtoi(std::string(*payload), &seconds)) return 0;
-  return seconds;
 }
 
 }  // namespace ringlm

@@ -71,7 +71,8 @@ class Admission {
   //   ResourceExhausted, OpenAI code rate_limit_exceeded: the line is full;
   //   ResourceExhausted, code server_overloaded: waited max_wait in vain;
   //   Unavailable: shutting down.
-  // Each ResourceExhausted carries a retry hint (RetryAfterSeconds).
+  // Each ResourceExhausted carries a retry hint (api_error.h's
+  // RetryAfterSeconds).
   absl::StatusOr<Ticket> Admit();
 
   // Wakes every waiter with Unavailable; later Admit calls fail the same way.
@@ -96,9 +97,6 @@ class Admission {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   double mean_running_s_ ABSL_GUARDED_BY(mu_) = 0;  // moving average of slot hold time
 };
-
-// The retry hint attached to an Admit error, in seconds; 0 when absent.
-int RetryAfterSeconds(const absl::Status& status);
 
 }  // namespace ringlm
 

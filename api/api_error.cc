@@ -1,7 +1,7 @@
 #include "api/api_error.h"
 
 #include "absl/strings/cord.h"
-#include "api/admission.h"
+#include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -10,6 +10,7 @@ namespace {
 
 constexpr char kParamUrl[] = "ringlm.api/param";
 constexpr char kCodeUrl[] = "ringlm.api/code";
+constexpr char kRetryAfterUrl[] = "ringlm.api/retry_after";
 
 std::string Payload(const absl::Status& status, const char* url) {
   auto payload = status.GetPayload(url);
@@ -29,6 +30,18 @@ absl::Status WithOpenAiCode(absl::Status status, std::string_view code, std::str
   status.SetPayload(kCodeUrl, absl::Cord(std::string(code)));
   if (!param.empty()) status.SetPayload(kParamUrl, absl::Cord(std::string(param)));
   return status;
+}
+
+absl::Status WithRetryAfter(absl::Status status, int seconds) {
+  if (status.ok() || seconds <= 0) return status;
+  status.SetPayload(kRetryAfterUrl, absl::Cord(std::to_string(seconds)));
+  return status;
+}
+
+int RetryAfterSeconds(const absl::Status& status) {
+  int seconds = 0;
+  if (!absl::SimpleAtoi(Payload(status, kRetryAfterUrl), &seconds) || seconds < 0) return 0;
+  return seconds;
 }
 
 std::string ErrorParam(const absl::Status& status) { return Payload(status, kParamUrl); }

@@ -21,6 +21,11 @@ absl::Status InvalidFieldError(std::string_view param, std::string_view message)
 absl::Status WithOpenAiCode(absl::Status status, std::string_view code,
                             std::string_view param = {});
 
+// Returns `status` with a hint for an HTTP Retry-After header (seconds > 0).
+absl::Status WithRetryAfter(absl::Status status, int seconds);
+// The attached hint in seconds; 0 when absent.
+int RetryAfterSeconds(const absl::Status& status);
+
 // The attached fields, or "" when absent.
 std::string ErrorParam(const absl::Status& status);
 std::string ErrorCode(const absl::Status& status);
@@ -40,7 +45,7 @@ struct HttpError {
 //   Unavailable              503 server_error           (code service_unavailable)
 //   ResourceExhausted        503 server_error           (code server_overloaded), or
 //                            429 requests               with code rate_limit_exceeded
-//   (a retry hint attached by Admission becomes retry_after on either)
+//   (a hint attached with WithRetryAfter becomes retry_after on any status)
 //   DeadlineExceeded         504 server_error           (code timeout)
 //   anything else            500 server_error, logged
 // `param` and `code` are JSON null when not attached (and no default applies).
