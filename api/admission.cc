@@ -42,19 +42,16 @@ Admission::Ticket::~Ticket() {
   if (owner_ != nullptr) owner_->Release(start_);
 }
 
-Admission::Admission(AdmissionOptions options) : options_(options) {}
+Admission::Admission(AdmissionOptions options) : options_(options) {
+  options_.max_running = std::max(1, options_.max_running);
+}
 
 absl::StatusOr<Admission::Ticket> Admission::Admit() {
   absl::MutexLock lock(&mu_);
-  const int max_running = std::max(1, options_.max_running);
+  const int max_running = options_.max_running;
   if (stopping_) return absl::UnavailableError("the server is shutting down");
   const absl::Time arrived = absl::Now();
-  if (running_ < max_running && line_.empty()) {
-    ++running_;
-    ReportLocked();
-    if (options_.metrics.wait_seconds != nullptr) options_.metrics.wait_seconds->Observe(0);
-    return Ticket(this, arrived);
-  }
+  if (running_ < max_running && line_.empty()) return TakeSlotLocked(arrived);
   if (static_cast<int>(line_.size()) >= options_.max_queued) {
     Bump(options_.metrics.refused_full);
     return WithRetryAfter(
@@ -83,13 +80,17 @@ absl::StatusOr<Admission::Ticket> Admission::Admit() {
                        "server_overloaded"),
         RetryHintLocked());
   }
+  return TakeSlotLocked(arrived);
+}
+
+Admission::Ticket Admission::TakeSlotLocked(absl::Time arrived) {
   ++running_;
   ReportLocked();
-  const absl::Time admitted = absl::Now();
+  const absl::Time now = absl::Now();
   if (options_.metrics.wait_seconds != nullptr) {
-    options_.metrics.wait_seconds->Observe(absl::ToDoubleSeconds(admitted - arrived));
+    options_.metrics.wait_seconds->Observe(absl::ToDoubleSeconds(now - arrived));
   }
-  return Ticket(this, admitted);
+  return Ticket(this, now);
 }
 
 void Admission::Release(absl::Time start) {
@@ -121,7 +122,7 @@ int Admission::queued() const {
 }
 
 int Admission::RetryHintLocked() const {
-  const double per_slot = static_cast<double>(line_.size() + 1) / std::max(1, options_.max_running);
+  const double per_slot = static_cast<double>(line_.size() + 1) / options_.max_running;
   return static_cast<int>(std::clamp(std::ceil(mean_running_s_ * per_slot), 1.0, 60.0));
 }
 

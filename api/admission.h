@@ -89,7 +89,10 @@ class Admission {
   // time so far, times the line ahead of it per slot, in [1, 60].
   int RetryHintLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const AdmissionOptions options_;
+  // A running slot for a request that came at `arrived`.
+  Ticket TakeSlotLocked(absl::Time arrived) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  AdmissionOptions options_;  // max_running at least 1; not changed after construction
   mutable absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<uint64_t> line_ ABSL_GUARDED_BY(mu_);  // waiters' numbers, first in front

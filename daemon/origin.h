@@ -77,7 +77,6 @@ struct OriginClusterHooks {
   std::function<absl::StatusOr<v1::Plan>()> serving_plan;
 };
 
-// A request as the origin starts it.
 // A request as a frontend (the HTTP API, the gRPC Generate call) hands it
 // over, in domain types. OriginRegistry::Prepare checks it, once for both.
 struct NewRequest {
