@@ -1,32 +1,72 @@
-// The key/value cache of one session on one stage.
+// The key/value cache of one session on one stage, in shared fixed-size blocks.
 #ifndef RINGLM_INFERENCE_KV_CACHE_H_
 #define RINGLM_INFERENCE_KV_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 
 namespace ringlm {
 
+// Positions per KV block. A fork shares every whole block of the prefix it
+// keeps and copies only a partly filled last one.
+inline constexpr uint32_t kKvBlockTokens = 16;
+
+// Counts the bytes of the KV blocks alive among the caches that share it,
+// each block once however many caches refer to it. Thread-safe.
+class KvBlockLedger {
+ public:
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t blocks() const { return blocks_.load(std::memory_order_relaxed); }
+  void Add(uint64_t bytes) {
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    blocks_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Remove(uint64_t bytes) {
+    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    blocks_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> blocks_{0};
+};
+
 // Keys and values (f16, as llama.cpp stores them) for `n_layers` consecutive
 // layers from model layer `first_layer`, at positions [0, n_positions()),
 // together with the token id at each position, so a stage always knows
 // exactly which layers and which prefix it holds.
 //
-// Storage grows geometrically up to `max_positions` (the context size); it is
-// never shared, and copying is explicit (`Clone`). Not thread-safe: one
-// forward pass at a time, enforced by the owner.
+// Storage is a table of blocks of kKvBlockTokens positions, reference
+// counted: `Fork` shares blocks between caches, and a cache copies a shared
+// block before it writes into it (in `Reserve`), so no cache ever sees
+// another's writes. A block of positions [16b, 16b + 16) holds, per layer,
+// the 16 key rows and then the 16 value rows, each `n_embd_kv` long, so a
+// block's rows of one layer are contiguous with stride n_embd_kv.
+//
+// Not thread-safe: one forward pass at a time, enforced by the owner. Two
+// caches that share blocks may be used from two threads at once.
 class KvCache {
  public:
-  KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions, uint32_t first_layer = 0);
+  // `ledger` counts this cache's blocks, and its forks'; null gives the
+  // cache a ledger of its own.
+  KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions, uint32_t first_layer = 0,
+          std::shared_ptr<KvBlockLedger> ledger = nullptr);
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
+  ~KvCache();
 
-  // A new cache holding a copy of the first `n` positions (n <= n_positions).
-  KvCache Clone(uint32_t n) const;
+  // A new cache holding the first `n` positions (n <= n_positions): it
+  // shares the whole blocks and copies the rows of a partly kept last one.
+  KvCache Fork(uint32_t n) const;
+  // Moves this cache's counting to `ledger`. Precondition: no blocks held.
+  void UseLedger(std::shared_ptr<KvBlockLedger> ledger);
+  const std::shared_ptr<KvBlockLedger>& ledger() const { return ledger_; }
 
   uint32_t n_positions() const { return static_cast<uint32_t>(tokens_.size()); }
   uint32_t max_positions() const { return max_positions_; }
@@ -38,45 +78,53 @@ class KvCache {
   }
   const std::vector<int32_t>& tokens() const { return tokens_; }
 
-  // Makes room for `n_new` more positions. ResourceExhausted when that would
+  // Makes room for `n_new` more positions: allocates blocks, and copies any
+  // shared block those positions fall in. ResourceExhausted when that would
   // pass the context size; the cache is unchanged then.
   absl::Status Reserve(uint32_t n_new);
   // Records the tokens of positions just written by a forward pass.
   // Precondition: Reserve(tokens.size()) succeeded and the K/V rows of those
   // positions were written.
   void Commit(const int32_t* tokens, uint32_t n);
-  // Forgets every position >= n (n <= n_positions). Keeps the allocation.
+  // Forgets every position >= n (n <= n_positions), and the blocks past it.
   void Truncate(uint32_t n);
 
   // Row of `n_embd_kv` f16 values; `layer` is relative to the stage's first
-  // layer. Valid for pos < capacity (after Reserve).
-  uint16_t* key(uint32_t layer, uint32_t pos) { return &keys_[layer][size_t{pos} * n_embd_kv_]; }
-  uint16_t* value(uint32_t layer, uint32_t pos) {
-    return &values_[layer][size_t{pos} * n_embd_kv_];
-  }
-  const uint16_t* key(uint32_t layer, uint32_t pos) const {
-    return &keys_[layer][size_t{pos} * n_embd_kv_];
-  }
-  const uint16_t* value(uint32_t layer, uint32_t pos) const {
-    return &values_[layer][size_t{pos} * n_embd_kv_];
+  // layer. Valid for positions Reserve made room for. Rows of positions in
+  // one block are contiguous (stride n_embd_kv); see `RunLength`.
+  uint16_t* key(uint32_t layer, uint32_t pos) { return Row(layer, pos, 0); }
+  uint16_t* value(uint32_t layer, uint32_t pos) { return Row(layer, pos, 1); }
+  const uint16_t* key(uint32_t layer, uint32_t pos) const { return Row(layer, pos, 0); }
+  const uint16_t* value(uint32_t layer, uint32_t pos) const { return Row(layer, pos, 1); }
+  // How many positions from `pos` on, up to `end`, lie in pos's block.
+  static uint32_t RunLength(uint32_t pos, uint32_t end) {
+    const uint32_t block_end = (pos / kKvBlockTokens + 1) * kKvBlockTokens;
+    return (block_end < end ? block_end : end) - pos;
   }
 
   // Bytes one position costs across this stage's layers.
   uint64_t bytes_per_token() const { return uint64_t{n_layers_} * n_embd_kv_ * 2 * 2; }
-  // Bytes currently allocated.
-  uint64_t allocated_bytes() const { return uint64_t{capacity_} * bytes_per_token(); }
+  uint64_t bytes_per_block() const { return bytes_per_token() * kKvBlockTokens; }
+  // Blocks this cache refers to, and their bytes (shared ones included).
+  size_t n_blocks() const { return blocks_.size(); }
+  uint64_t allocated_bytes() const { return blocks_.size() * bytes_per_block(); }
+  // Identity of block `b` (for counting shared blocks) and whether another
+  // cache refers to it too.
+  const void* block_id(size_t b) const { return blocks_[b].get(); }
+  bool block_shared(size_t b) const { return blocks_[b].use_count() > 1; }
 
  private:
-  void Grow(uint32_t capacity);
+  struct Block;
+  uint16_t* Row(uint32_t layer, uint32_t pos, int kv) const;
+  std::shared_ptr<Block> NewBlock() const;
 
   uint32_t n_layers_;
   uint32_t first_layer_;
   uint32_t n_embd_kv_;
   uint32_t max_positions_;
-  uint32_t capacity_ = 0;
-  std::vector<std::vector<uint16_t>> keys_;    // [layer][pos * n_embd_kv]
-  std::vector<std::vector<uint16_t>> values_;  // [layer][pos * n_embd_kv]
-  std::vector<int32_t> tokens_;                // [pos]
+  std::shared_ptr<KvBlockLedger> ledger_;
+  std::vector<std::shared_ptr<Block>> blocks_;  // [pos / kKvBlockTokens]
+  std::vector<int32_t> tokens_;                 // [pos]
 };
 
 }  // namespace ringlm

@@ -5,35 +5,107 @@
 namespace ringlm {
 namespace {
 
-TEST(KvCacheTest, ReserveGrowsUpToTheContextSize) {
+TEST(KvCacheTest, ReserveAllocatesBlocksUpToTheContextSize) {
   KvCache cache(2, 8, 100);
   EXPECT_EQ(cache.bytes_per_token(), 2u * 8 * 2 * 2);
   ASSERT_TRUE(cache.Reserve(70).ok());
-  EXPECT_GE(cache.allocated_bytes(), 70 * cache.bytes_per_token());
-  EXPECT_LE(cache.allocated_bytes(), 100 * cache.bytes_per_token());
+  EXPECT_EQ(cache.n_blocks(), 5u);  // 70 positions in blocks of 16
+  EXPECT_EQ(cache.allocated_bytes(), 80 * cache.bytes_per_token());
+  EXPECT_EQ(cache.ledger()->bytes(), cache.allocated_bytes());
   std::vector<int32_t> tokens(70, 7);
   cache.Commit(tokens.data(), 70);
   EXPECT_EQ(cache.n_positions(), 70u);
   EXPECT_EQ(cache.Reserve(31).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(cache.Reserve(30).ok());
+  EXPECT_EQ(cache.n_blocks(), 7u);
 }
 
-TEST(KvCacheTest, CloneCopiesOnlyThePrefix) {
-  KvCache cache(1, 2, 16);
-  ASSERT_TRUE(cache.Reserve(3).ok());
-  for (uint32_t pos = 0; pos < 3; ++pos) {
-    cache.key(0, pos)[0] = static_cast<uint16_t>(pos + 10);
-    cache.value(0, pos)[1] = static_cast<uint16_t>(pos + 20);
+// Fills positions [held, held + n) with key = pos + 1000 * layer + 1 and
+// value = its negation's bits, and commits token ids pos.
+void Write(KvCache& cache, uint32_t n) {
+  ASSERT_TRUE(cache.Reserve(n).ok());
+  std::vector<int32_t> tokens;
+  for (uint32_t pos = cache.n_positions(); tokens.size() < n; ++pos) {
+    for (uint32_t l = 0; l < cache.n_layers(); ++l) {
+      for (int i = 0; i < 2; ++i) {
+        cache.key(l, pos)[i] = static_cast<uint16_t>(pos + 1000 * l + 1);
+        cache.value(l, pos)[i] = static_cast<uint16_t>(~(pos + 1000 * l + 1));
+      }
+    }
+    tokens.push_back(static_cast<int32_t>(pos));
   }
-  const int32_t tokens[] = {4, 5, 6};
-  cache.Commit(tokens, 3);
-  KvCache copy = cache.Clone(2);
-  EXPECT_EQ(copy.n_positions(), 2u);
-  EXPECT_EQ(copy.tokens(), (std::vector<int32_t>{4, 5}));
-  EXPECT_EQ(copy.key(0, 1)[0], 11);
-  EXPECT_EQ(copy.value(0, 1)[1], 21);
-  copy.key(0, 0)[0] = 99;
-  EXPECT_EQ(cache.key(0, 0)[0], 10);
+  cache.Commit(tokens.data(), n);
+}
+
+void ExpectWritten(const KvCache& cache, uint32_t first, uint32_t end) {
+  for (uint32_t pos = first; pos < end; ++pos) {
+    for (uint32_t l = 0; l < cache.n_layers(); ++l) {
+      ASSERT_EQ(cache.key(l, pos)[1], static_cast<uint16_t>(pos + 1000 * l + 1)) << pos;
+      ASSERT_EQ(cache.value(l, pos)[1], static_cast<uint16_t>(~(pos + 1000 * l + 1))) << pos;
+    }
+  }
+}
+
+TEST(KvCacheTest, RowsOfABlockAreContiguous) {
+  KvCache cache(2, 4, 64);
+  Write(cache, 40);
+  EXPECT_EQ(cache.key(1, 17), cache.key(1, 16) + 4);
+  EXPECT_EQ(cache.value(0, 31), cache.value(0, 16) + 15 * 4);
+  EXPECT_EQ(KvCache::RunLength(0, 40), 16u);
+  EXPECT_EQ(KvCache::RunLength(17, 40), 15u);
+  EXPECT_EQ(KvCache::RunLength(32, 40), 8u);
+  ExpectWritten(cache, 0, 40);
+}
+
+TEST(KvCacheTest, ForkSharesWholeBlocksAndCopiesOnlyAPartialOne) {
+  KvCache cache(2, 2, 256);
+  Write(cache, 40);  // blocks 0, 1 whole; 2 partial
+  EXPECT_EQ(cache.ledger()->blocks(), 3u);
+  KvCache fork = cache.Fork(35);
+  EXPECT_EQ(fork.n_positions(), 35u);
+  EXPECT_EQ(fork.tokens(),
+            std::vector<int32_t>(cache.tokens().begin(), cache.tokens().begin() + 35));
+  EXPECT_EQ(fork.ledger(), cache.ledger());
+  EXPECT_EQ(cache.ledger()->blocks(), 4u);  // one copied block
+  EXPECT_EQ(fork.block_id(0), cache.block_id(0));
+  EXPECT_EQ(fork.block_id(1), cache.block_id(1));
+  EXPECT_NE(fork.block_id(2), cache.block_id(2));
+  EXPECT_TRUE(cache.block_shared(1));
+  EXPECT_FALSE(cache.block_shared(2));
+  ExpectWritten(fork, 0, 35);
+  KvCache at_boundary = cache.Fork(32);
+  EXPECT_EQ(cache.ledger()->blocks(), 4u);  // nothing copied
+  EXPECT_EQ(at_boundary.n_blocks(), 2u);
+}
+
+TEST(KvCacheTest, WritingIntoASharedBlockCopiesItFirst) {
+  KvCache cache(1, 2, 256);
+  Write(cache, 20);
+  KvCache fork = cache.Fork(16);
+  fork.Truncate(10);  // back inside the shared block 0
+  ASSERT_TRUE(fork.Reserve(1).ok());
+  EXPECT_NE(fork.block_id(0), cache.block_id(0));
+  fork.key(0, 10)[1] = 7;
+  EXPECT_EQ(cache.key(0, 10)[1], 11);  // the original is untouched
+  ExpectWritten(fork, 0, 10);          // and the copy kept the rows below
+  EXPECT_FALSE(cache.block_shared(0));
+}
+
+TEST(KvCacheTest, BlocksAreFreedWithTheirLastReference) {
+  auto ledger = std::make_shared<KvBlockLedger>();
+  {
+    KvCache cache(1, 2, 256, 0, ledger);
+    Write(cache, 48);
+    KvCache fork = cache.Fork(48);
+    EXPECT_EQ(ledger->blocks(), 3u);
+    cache.Truncate(17);  // keeps blocks 0 and 1, which the fork also holds
+    EXPECT_EQ(ledger->blocks(), 3u);
+    fork.Truncate(0);
+    EXPECT_EQ(ledger->blocks(), 2u);
+    EXPECT_EQ(ledger->bytes(), 2 * cache.bytes_per_block());
+  }
+  EXPECT_EQ(ledger->blocks(), 0u);
+  EXPECT_EQ(ledger->bytes(), 0u);
 }
 
 TEST(KvCacheTest, TruncateForgetsLaterPositions) {

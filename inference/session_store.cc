@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "inference/token_digest.h"
 
@@ -18,7 +19,6 @@ absl::StatusOr<SessionStore::Lease> SessionStore::LeaseLocked(const std::string&
     return absl::UnavailableError(absl::StrCat("session '", id, "' is busy with another step"));
   }
   e.busy = true;
-  used_bytes_ -= e.bytes;
   e.last_used = clock_();
   return Lease(this, id, e.cache.get());
 }
@@ -37,6 +37,7 @@ absl::StatusOr<SessionStore::Lease> SessionStore::Acquire(const std::string& id,
   }
   Entry& e = sessions_[id];
   e.cache = std::make_unique<KvCache>(make());
+  e.cache->UseLedger(ledger_);
   return LeaseLocked(id, e);
 }
 
@@ -72,14 +73,12 @@ absl::Status SessionStore::Fork(const std::string& from, const std::string& to, 
   }
   if (auto dst = sessions_.find(to); dst != sessions_.end()) {
     if (dst->second.busy) return absl::UnavailableError(absl::StrCat("session '", to, "' is busy"));
-    used_bytes_ -= dst->second.bytes;
-    sessions_.erase(dst);
+    EraseLocked(dst, /*evicted=*/false);
   }
   Entry e;
-  e.cache = std::make_unique<KvCache>(src->second.cache->Clone(n));
+  e.cache = std::make_unique<KvCache>(src->second.cache->Fork(n));
   e.bytes = e.cache->allocated_bytes();
   e.last_used = clock_();
-  used_bytes_ += e.bytes;
   sessions_.emplace(to, std::move(e));
   EvictLocked();
   return absl::OkStatus();
@@ -90,8 +89,7 @@ absl::StatusOr<bool> SessionStore::Drop(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return false;
   if (it->second.busy) return absl::UnavailableError(absl::StrCat("session '", id, "' is busy"));
-  used_bytes_ -= it->second.bytes;
-  sessions_.erase(it);
+  EraseLocked(it, /*evicted=*/false);
   return true;
 }
 
@@ -102,8 +100,7 @@ void SessionStore::DropIdleIf(const std::function<bool(const KvCache&)>& drop) {
       ++it;
       continue;
     }
-    used_bytes_ -= it->second.bytes;
-    it = sessions_.erase(it);
+    EraseLocked(it++, /*evicted=*/false);
   }
 }
 
@@ -116,8 +113,7 @@ size_t SessionStore::DropIdleWithPrefix(std::string_view prefix) {
       ++it;
       continue;
     }
-    used_bytes_ -= it->second.bytes;
-    it = sessions_.erase(it);
+    EraseLocked(it++, /*evicted=*/false);
     ++dropped;
   }
   return dropped;
@@ -131,7 +127,6 @@ void SessionStore::Release(const std::string& id) {
   e.busy = false;
   e.last_used = clock_();
   e.bytes = e.cache->allocated_bytes();
-  used_bytes_ += e.bytes;
   EvictLocked();
 }
 
@@ -144,14 +139,21 @@ bool SessionStore::EvictOneLocked() {
     }
   }
   if (victim == sessions_.end()) return false;
-  used_bytes_ -= victim->second.bytes;
-  sessions_.erase(victim);
-  ++evictions_;
+  EraseLocked(victim, /*evicted=*/true);
   return true;
 }
 
+void SessionStore::EraseLocked(std::map<std::string, Entry>::iterator it, bool evicted) {
+  const uint64_t blocks_before = ledger_->blocks();
+  sessions_.erase(it);
+  if (evicted) {
+    ++evictions_;
+    evicted_blocks_ += blocks_before - ledger_->blocks();
+  }
+}
+
 void SessionStore::EvictLocked() {
-  while (used_bytes_ > options_.budget_bytes && EvictOneLocked()) {
+  while (ledger_->bytes() > options_.budget_bytes && EvictOneLocked()) {
   }
 }
 
@@ -159,18 +161,28 @@ SessionStoreStats SessionStore::Stats() const {
   absl::MutexLock lock(&mu_);
   SessionStoreStats s;
   s.budget_bytes = options_.budget_bytes;
+  s.used_bytes = ledger_->bytes();
+  s.blocks = ledger_->blocks();
   s.evictions = evictions_;
+  s.evicted_blocks = evicted_blocks_;
   const auto now = clock_();
+  // Only idle caches are read: a busy one belongs to its step's thread.
+  absl::flat_hash_set<const void*> shared;
   for (const auto& [id, e] : sessions_) {
     SessionInfo info;
     info.id = id;
     info.busy = e.busy;
     info.n_positions = e.busy ? 0 : e.cache->n_positions();
-    info.bytes = e.busy ? 0 : e.bytes;
+    info.bytes = e.bytes;
     info.idle = e.busy ? std::chrono::steady_clock::duration{} : now - e.last_used;
-    s.used_bytes += info.bytes;
+    s.logical_bytes += info.bytes;
     s.sessions.push_back(info);
+    if (e.busy) continue;
+    for (size_t b = 0; b < e.cache->n_blocks(); ++b) {
+      if (e.cache->block_shared(b)) shared.insert(e.cache->block_id(b));
+    }
   }
+  s.shared_blocks = shared.size();
   std::sort(s.sessions.begin(), s.sessions.end(),
             [](const SessionInfo& a, const SessionInfo& b) { return a.idle < b.idle; });
   return s;
@@ -179,6 +191,11 @@ SessionStoreStats SessionStore::Stats() const {
 SessionStore::Lease::Lease(Lease&& other) noexcept
     : store_(other.store_), id_(std::move(other.id_)), cache_(other.cache_) {
   other.store_ = nullptr;
+}
+
+void SessionStore::Lease::Replace(KvCache fresh) {
+  fresh.UseLedger(cache_->ledger());
+  *cache_ = std::move(fresh);
 }
 
 SessionStore::Lease::~Lease() {

@@ -15,8 +15,8 @@ struct FakeClock {
   }
 };
 
-// One layer of 8 f16 K and V values: 32 bytes per position, 64 positions at
-// least (2 KiB) once anything is reserved.
+// One layer of 8 f16 K and V values: 32 bytes per position, 512 per block of
+// 16 positions.
 KvCache Make() { return KvCache(1, 8, 1024); }
 
 // The digest of n tokens as Fill writes them.
@@ -59,13 +59,61 @@ TEST(SessionStoreTest, EvictsLeastRecentlyUsedIdleSessionsOverBudget) {
     clock.now += seconds(1);
     auto lease = store.Acquire(id, Make);
     ASSERT_TRUE(lease.ok());
-    Fill(*lease, 10);
+    Fill(*lease, 64);
   }
   SessionStoreStats stats = store.Stats();
   EXPECT_EQ(stats.evictions, 1u);
   EXPECT_LE(stats.used_bytes, options.budget_bytes);
   EXPECT_EQ(store.AcquireExisting("a").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store.AcquireExisting("b").ok());
+}
+
+// Forks of one prefix share its blocks: the budget counts them once, and the
+// stats tell the blocks alive from the bytes the sessions would take apart.
+TEST(SessionStoreTest, ForksShareThePrefixAndTheBudgetCountsItOnce) {
+  FakeClock clock;
+  SessionStoreOptions options;
+  options.budget_bytes = 8 * 512;
+  SessionStore store(options, clock.fn());
+  {
+    auto a = store.Acquire("a", Make);
+    ASSERT_TRUE(a.ok());
+    Fill(*a, 64);  // 4 blocks
+  }
+  for (const char* id : {"b", "c", "d"}) {
+    clock.now += seconds(1);
+    ASSERT_TRUE(store.Fork("a", id, 56, Digest(56)).ok());  // 3 shared + 1 copied
+  }
+  SessionStoreStats stats = store.Stats();
+  EXPECT_EQ(stats.blocks, 7u);
+  EXPECT_EQ(stats.used_bytes, 7u * 512);
+  EXPECT_EQ(stats.logical_bytes, 16u * 512);
+  EXPECT_EQ(stats.shared_blocks, 3u);
+  EXPECT_EQ(stats.evictions, 0u);
+  // Two more forks pass the budget: the least recently used idle sessions
+  // go, but the prefix blocks stay while a fork still refers to them.
+  for (const char* id : {"e", "f"}) {
+    clock.now += seconds(1);
+    ASSERT_TRUE(store.Fork("d", id, 56, Digest(56)).ok());
+  }
+  stats = store.Stats();
+  EXPECT_LE(stats.used_bytes, options.budget_bytes);
+  EXPECT_EQ(stats.evictions, 1u);  // "a": it freed its last block
+  EXPECT_EQ(stats.evicted_blocks, 1u);
+  EXPECT_EQ(store.AcquireExisting("a").status().code(), absl::StatusCode::kNotFound);
+  auto f = store.AcquireExisting("f");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->cache().tokens(), std::vector<int32_t>(56, 3));
+}
+
+// A lease that swaps in a fresh cache keeps it counted against the budget.
+TEST(SessionStoreTest, AReplacedCacheIsStillCounted) {
+  SessionStore store({});
+  auto a = store.Acquire("a", Make);
+  ASSERT_TRUE(a.ok());
+  a->Replace(KvCache(2, 8, 1024, 2));
+  Fill(*a, 16);
+  EXPECT_EQ(store.Stats().used_bytes, 1024u);
 }
 
 TEST(SessionStoreTest, BusySessionsAreNeverEvicted) {

@@ -101,12 +101,21 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
       const float* qh = q + (t * n_head + h) * hd;
       std::copy(qh, qh + hd, q16.begin());
       RoundThroughF16(q16.data(), hd);
-      AttentionScoresF16(q16.data(), cache.key(layer, 0) + kv_offset, stride, n_keys, hd, scale,
-                         scores.data());
+      // The cache's rows are contiguous within each block: one kernel call
+      // per block, the sum continuing from block to block.
+      const uint32_t end = static_cast<uint32_t>(n_keys);
+      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
+        AttentionScoresF16(q16.data(), cache.key(layer, j) + kv_offset, stride,
+                           KvCache::RunLength(j, end), hd, scale, scores.data() + j);
+      }
       SoftmaxInPlace(scores.data(), n_keys);
       RoundThroughF16(scores.data(), n_keys);
-      AttentionWeightedSumF16(scores.data(), cache.value(layer, 0) + kv_offset, stride, n_keys, hd,
-                              out + (t * n_head + h) * hd);
+      float* o = out + (t * n_head + h) * hd;
+      std::fill(o, o + hd, 0.0f);
+      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
+        AttentionWeightedSumF16(scores.data() + j, cache.value(layer, j) + kv_offset, stride,
+                                KvCache::RunLength(j, end), hd, o);
+      }
     }
   };
   if (pool_ != nullptr) {

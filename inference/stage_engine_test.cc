@@ -117,7 +117,7 @@ TEST_P(StageEngineTest, ForkLeavesTheOriginalUntouched) {
   std::vector<float> logits;
   ASSERT_TRUE(engine.Forward(original, {kPrompt, {}}, LogitsMode::kLastPosition, &logits).ok());
 
-  KvCache fork = original.Clone(5);
+  KvCache fork = original.Fork(5);
   EXPECT_EQ(fork.n_positions(), 5u);
   const std::vector<int32_t> branch = {299, 300, 301, 302};
   ASSERT_TRUE(engine.Forward(fork, {branch, {}}, LogitsMode::kLastPosition, &logits).ok());

@@ -21,8 +21,10 @@ void AttentionScoresF16(const float* q, const uint16_t* keys, int64_t stride, in
 void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t stride,
                                  int64_t n_keys, int64_t dim, float scale, float* scores);
 
-// out[d] = sum over j = 0, 1, ..., n_keys - 1 of p[j] * V_j[d], summed left to
-// right from 0, for d < dim.
+// out[d] += p[j] * V_j[d] for j = 0, 1, ..., n_keys - 1 in that order, for
+// d < dim: the sum continues from what out holds, so a caller that zeroes out
+// and then adds the keys in runs (the blocks of a KV cache) gets the bits of
+// one pass over all of them.
 void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
                              int64_t dim, float* out);
 void AttentionWeightedSumF16Reference(const float* p, const uint16_t* values, int64_t stride,

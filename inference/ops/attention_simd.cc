@@ -100,7 +100,8 @@ void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int
   constexpr int64_t N = static_cast<int64_t>(kN);
   int64_t d0 = 0;
   for (; d0 + 4 * N <= dim; d0 += 4 * N) {
-    auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    auto a0 = hn::LoadU(df, out + d0), a1 = hn::LoadU(df, out + d0 + N);
+    auto a2 = hn::LoadU(df, out + d0 + 2 * N), a3 = hn::LoadU(df, out + d0 + 3 * N);
     for (int64_t j = 0; j < n_keys; ++j) {
       const auto pj = hn::Set(df, p[j]);
       a0 = hn::Add(a0, hn::Mul(pj, load(j, d0)));
@@ -114,12 +115,12 @@ void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int
     hn::StoreU(a3, df, out + d0 + 3 * N);
   }
   for (; d0 + N <= dim; d0 += N) {
-    auto a = hn::Zero(df);
+    auto a = hn::LoadU(df, out + d0);
     for (int64_t j = 0; j < n_keys; ++j) a = hn::Add(a, hn::Mul(hn::Set(df, p[j]), load(j, d0)));
     hn::StoreU(a, df, out + d0);
   }
   for (int64_t d = d0; d < dim; ++d) {
-    float a = 0.0f;
+    float a = out[d];
     for (int64_t j = 0; j < n_keys; ++j) a += p[j] * Fp16ToFp32(values[j * stride + d]);
     out[d] = a;
   }
@@ -188,7 +189,6 @@ void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t s
 
 void AttentionWeightedSumF16Reference(const float* p, const uint16_t* values, int64_t stride,
                                       int64_t n_keys, int64_t dim, float* out) {
-  for (int64_t d = 0; d < dim; ++d) out[d] = 0.0f;
   for (int64_t j = 0; j < n_keys; ++j) {
     const uint16_t* v = values + j * stride;
     for (int64_t d = 0; d < dim; ++d) out[d] += p[j] * Fp16ToFp32(v[d]);

@@ -1,5 +1,6 @@
 #include "inference/ops/attention.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -51,7 +52,7 @@ TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
                   << " offset=" << offset << " n_keys=" << n_keys << " j=" << j;
             }
             const std::vector<float> p = RandomFloats(n_keys, rng);
-            std::vector<float> out(dim, NAN), out_ref(dim, NAN);
+            std::vector<float> out(dim, 0.0f), out_ref(dim, 0.0f);
             AttentionWeightedSumF16(p.data(), kv.data() + offset, stride, n_keys, dim, out.data());
             AttentionWeightedSumF16Reference(p.data(), kv.data() + offset, stride, n_keys, dim,
                                              out_ref.data());
@@ -77,10 +78,35 @@ TEST(AttentionTest, ReferencesAreThePlainLoops) {
   EXPECT_EQ(scores[0], (3.0f * 1.0f + 0.25f * 2.0f) * 0.5f);
   EXPECT_EQ(scores[1], (3.0f * -1.5f + 0.25f * 0.5f) * 0.5f);
   const float p[] = {0.75f, 0.25f};
-  float out[2];
+  float out[2] = {0.0f, 0.0f};
   AttentionWeightedSumF16Reference(p, keys, 2, 2, 2, out);
   EXPECT_EQ(out[0], 0.75f * 1.0f + 0.25f * -1.5f);
   EXPECT_EQ(out[1], 0.75f * 2.0f + 0.25f * 0.5f);
+}
+
+// The weighted sum continues from `out`: adding the keys in runs (as the
+// blocks of a paged KV cache give them) is bit for bit one pass over all.
+TEST(AttentionTest, WeightedSumInRunsEqualsOnePass) {
+  std::mt19937 rng(11);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t dim : {7, 64, 80}) {
+      const int64_t n_keys = 53;
+      const std::vector<uint16_t> kv = RandomHalves(n_keys * dim, rng);
+      const std::vector<float> p = RandomFloats(n_keys, rng);
+      std::vector<float> whole(dim, 0.0f), runs(dim, 0.0f);
+      AttentionWeightedSumF16(p.data(), kv.data(), dim, n_keys, dim, whole.data());
+      for (int64_t j = 0; j < n_keys; j += 16) {
+        const int64_t len = std::min<int64_t>(16, n_keys - j);
+        AttentionWeightedSumF16(p.data() + j, kv.data() + j * dim, dim, len, dim, runs.data());
+      }
+      for (int64_t d = 0; d < dim; ++d) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(whole[d]), std::bit_cast<uint32_t>(runs[d]))
+            << hwy::TargetName(target) << " dim=" << dim << " d=" << d;
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(AttentionTest, RoundThroughF16MatchesScalarOnEveryTarget) {
