@@ -163,7 +163,7 @@ struct MetricsRegistry::Series {
   std::unique_ptr<Counter> counter;
   std::unique_ptr<Gauge> gauge;
   std::unique_ptr<Histogram> histogram;
-  std::function<double()> read;  // a callback gauge
+  std::function<double()> read;  // a callback gauge or counter
 };
 
 // Name, help, kind and bounds are immutable; `series` grows under mu_.
@@ -274,7 +274,13 @@ absl::StatusOr<Counter*> MetricsRegistry::AddCounter(std::string_view name, std:
   absl::StatusOr<Family*> family =
       FindOrAddFamily(name, help, Kind::kCounter, nullptr, std::move(labels), &sorted);
   if (!family.ok()) return family.status();
-  if (Series* s = FindSeriesIn((*family)->series, sorted)) return s->counter.get();
+  if (Series* s = FindSeriesIn((*family)->series, sorted)) {
+    if (s->counter == nullptr) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("counter ", std::string(name), " with these labels is a callback counter"));
+    }
+    return s->counter.get();
+  }
   auto s = std::make_unique<Series>();
   s->labels = std::move(sorted);
   s->counter.reset(new Counter());
@@ -335,18 +341,30 @@ absl::StatusOr<Histogram*> MetricsRegistry::AddHistogram(std::string_view name,
 
 absl::Status MetricsRegistry::AddCallbackGauge(std::string_view name, std::string_view help,
                                                MetricLabels labels, std::function<double()> read) {
+  return AddCallback(name, help, Kind::kGauge, std::move(labels), std::move(read));
+}
+
+absl::Status MetricsRegistry::AddCallbackCounter(std::string_view name, std::string_view help,
+                                                 MetricLabels labels,
+                                                 std::function<double()> read) {
+  return AddCallback(name, help, Kind::kCounter, std::move(labels), std::move(read));
+}
+
+absl::Status MetricsRegistry::AddCallback(std::string_view name, std::string_view help, Kind kind,
+                                          MetricLabels labels, std::function<double()> read) {
+  const char* what = kind == Kind::kGauge ? "gauge " : "counter ";
   if (!read) {
     return absl::InvalidArgumentError(
-        absl::StrCat("callback gauge ", std::string(name), " has no callback"));
+        absl::StrCat("callback ", what, std::string(name), " has no callback"));
   }
   absl::MutexLock lock(&mu_);
   MetricLabels sorted;
   absl::StatusOr<Family*> family =
-      FindOrAddFamily(name, help, Kind::kGauge, nullptr, std::move(labels), &sorted);
+      FindOrAddFamily(name, help, kind, nullptr, std::move(labels), &sorted);
   if (!family.ok()) return family.status();
   if (FindSeriesIn((*family)->series, sorted) != nullptr) {
     return absl::AlreadyExistsError(
-        absl::StrCat("gauge ", std::string(name), " with these labels already exists"));
+        absl::StrCat(what, std::string(name), " with these labels already exists"));
   }
   auto s = std::make_unique<Series>();
   s->labels = std::move(sorted);

@@ -139,6 +139,10 @@ class MetricsRegistry {
   // outlive the registry's last render.
   absl::Status AddCallbackGauge(std::string_view name, std::string_view help, MetricLabels labels,
                                 std::function<double()> read);
+  // A counter read the same way, for a count another part keeps; `read`
+  // must never decrease.
+  absl::Status AddCallbackCounter(std::string_view name, std::string_view help, MetricLabels labels,
+                                  std::function<double()> read);
 
   // Every family in registration order: "# HELP", "# TYPE", then its series
   // in registration order. Histograms give cumulative _bucket{le="..."}
@@ -150,6 +154,8 @@ class MetricsRegistry {
   struct Series;
   struct Family;
 
+  absl::Status AddCallback(std::string_view name, std::string_view help, Kind kind,
+                           MetricLabels labels, std::function<double()> read);
   // The family `name` of `kind`, created if absent. Validates name and labels
   // and fills `*sorted` with the labels sorted by key.
   absl::StatusOr<Family*> FindOrAddFamily(std::string_view name, std::string_view help, Kind kind,

@@ -34,6 +34,27 @@ int CountOccurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
+TEST(MetricsTest, ACallbackCounterIsReadAtEachRenderAndTypedCounter) {
+  MetricsRegistry registry;
+  double evicted = 3;
+  ASSERT_TRUE(registry
+                  .AddCallbackCounter("ringlm_evicted_total", "Evicted.", {},
+                                      [&evicted] { return evicted; })
+                  .ok());
+  EXPECT_EQ(registry.RenderPrometheusText(),
+            "# HELP ringlm_evicted_total Evicted.\n"
+            "# TYPE ringlm_evicted_total counter\n"
+            "ringlm_evicted_total 3\n");
+  evicted = 5;
+  EXPECT_NE(registry.RenderPrometheusText().find("ringlm_evicted_total 5\n"), std::string::npos);
+  EXPECT_EQ(registry.AddCounter("ringlm_evicted_total", "").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.AddCallbackCounter("ringlm_evicted_total", "", {}, [] { return 1.0; }).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.AddCallbackGauge("ringlm_evicted_total", "", {}, [] { return 1.0; }).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
 TEST(MetricsTest, RendersExactText) {
   MetricsRegistry registry;
   Counter* requests = *registry.AddCounter("ringlm_requests_total", "Chat requests.");

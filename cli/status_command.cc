@@ -108,7 +108,12 @@ json Describe(const v1::TopologyReply& view,
       n["cache"] = {{"sessions", r.cache().sessions_size()},
                     {"used_bytes", r.cache().used_bytes()},
                     {"budget_bytes", r.cache().budget_bytes()},
-                    {"evictions", r.cache().evictions()}};
+                    {"logical_bytes", r.cache().logical_bytes()},
+                    {"blocks", r.cache().blocks()},
+                    {"shared_blocks", r.cache().shared_blocks()},
+                    {"block_tokens", r.cache().block_tokens()},
+                    {"evictions", r.cache().evictions()},
+                    {"evicted_blocks", r.cache().evicted_blocks()}};
       n["metrics"] = MetricsSummary(r.metrics());
     } else {
       n["state"] = "unreachable";
@@ -148,9 +153,11 @@ void PrintTable(const json& d) {
     }
     std::string cache = "-";
     if (n.contains("cache")) {
-      cache = absl::StrFormat("%d sessions, %s / %s", n["cache"]["sessions"].get<int>(),
-                              Mib(n["cache"]["used_bytes"].get<uint64_t>()),
-                              Mib(n["cache"]["budget_bytes"].get<uint64_t>()));
+      const json& c = n["cache"];
+      cache = absl::StrFormat("%d sessions, %s / %s, %d of %d blocks shared (%s unshared)",
+                              c["sessions"].get<int>(), Mib(c["used_bytes"].get<uint64_t>()),
+                              Mib(c["budget_bytes"].get<uint64_t>()), c["shared_blocks"].get<int>(),
+                              c["blocks"].get<int>(), Mib(c["logical_bytes"].get<uint64_t>()));
     }
     const int64_t seen = n["last_seen_ms"].get<int64_t>();
     const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);

@@ -274,8 +274,21 @@ absl::Status Node::RegisterGauges() {
         return range ? range->size() : 0.0;
       }));
   RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
-      "ringlm_kv_cache_bytes", "KV cache bytes held by idle sessions.", {},
+      "ringlm_kv_cache_bytes", "KV cache bytes held, each shared block once.", {},
       [this] { return static_cast<double>(stage_->sessions().Stats().used_bytes); }));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_kv_cache_logical_bytes", "KV cache bytes the sessions would hold without sharing.",
+      {}, [this] { return static_cast<double>(stage_->sessions().Stats().logical_bytes); }));
+  for (const auto& [state, field] : {std::pair{"used", &SessionStoreStats::blocks},
+                                     {"shared", &SessionStoreStats::shared_blocks}}) {
+    RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+        "ringlm_kv_blocks", "KV blocks alive, and of them those more than one session holds.",
+        {{"state", state}},
+        [this, field] { return static_cast<double>(stage_->sessions().Stats().*field); }));
+  }
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackCounter(
+      "ringlm_kv_blocks_evicted_total", "KV blocks freed by evicting idle sessions.", {},
+      [this] { return static_cast<double>(stage_->sessions().Stats().evicted_blocks); }));
   RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
       "ringlm_kv_sessions", "KV cache sessions held.", {},
       [this] { return static_cast<double>(stage_->sessions().Stats().sessions.size()); }));

@@ -29,6 +29,13 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
                    "Claimed prefixes a stage could not honour (the prompt was recomputed)."));
   RINGLM_ASSIGN_OR_RETURN(m->cached_tokens, r.AddCounter("ringlm_prefix_cache_tokens_total",
                                                          "Prompt tokens taken from the cache."));
+  RINGLM_RETURN_IF_ERROR(
+      r.AddCallbackGauge("ringlm_prefix_cache_hit_ratio",
+                         "Share of the prompt tokens received that were taken from the cache.", {},
+                         [prompt = m->prompt_tokens, cached = m->cached_tokens] {
+                           const double all = static_cast<double>(prompt->Value());
+                           return all > 0 ? static_cast<double>(cached->Value()) / all : 0.0;
+                         }));
   RINGLM_ASSIGN_OR_RETURN(
       m->recoveries,
       r.AddCounter("ringlm_request_recoveries_total",

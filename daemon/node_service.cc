@@ -385,6 +385,11 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_budget_bytes(stats.budget_bytes);
     reply->set_used_bytes(stats.used_bytes);
     reply->set_evictions(stats.evictions);
+    reply->set_logical_bytes(stats.logical_bytes);
+    reply->set_blocks(stats.blocks);
+    reply->set_shared_blocks(stats.shared_blocks);
+    reply->set_evicted_blocks(stats.evicted_blocks);
+    reply->set_block_tokens(kKvBlockTokens);
     if (std::optional<LayerRange> r = node_.stage().range()) {
       reply->set_bytes_per_token(uint64_t{r->size()} * node_.model().config().n_embd_kv() * 4);
     }

@@ -509,7 +509,7 @@ absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
   auto make_cache = [&] { return bundle.engine->NewCache(model_.context_size()); };
   if (request.reuse_len() == 0) {
     RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, sessions_.Acquire(key, make_cache));
-    if (!lease.cache().Holds(range.first, range.last)) lease.cache() = make_cache();
+    if (!lease.cache().Holds(range.first, range.last)) lease.Replace(make_cache());
     if (request.position() == 0) lease.cache().Truncate(0);  // a fresh start
     return lease;
   }
