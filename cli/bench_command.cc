@@ -25,15 +25,17 @@ constexpr uint64_t kTokenSeed = 1234;  // fixed, so every run feeds the same ids
 struct BenchSettings {
   int64_t n_prompt = 128;
   int64_t n_gen = 32;
+  int64_t depth = 0;  // positions already in the cache when a test starts
   int64_t repetitions = 3;
   int threads = 1;
 };
 
 // Tokens/s of each repetition of one test, and their mean and sample stddev.
 struct TestResult {
-  std::string name;  // "pp128", "tg32"
+  std::string name;  // "pp128", "tg32", "tg32 @ d1024"
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
+  int64_t depth = 0;
   std::vector<double> samples;
   double mean = 0;
   double stddev = 0;
@@ -86,10 +88,27 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Prefill of `tokens` into a fresh cache: tokens/s.
-absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
-                                 const std::vector<int32_t>& tokens) {
+// A fresh cache holding `depth` (untimed, prefilled in 512-token steps).
+absl::StatusOr<KvCache> CacheAtDepth(const StageEngine& engine, uint32_t ctx,
+                                     std::span<const int32_t> depth) {
   KvCache cache = engine.NewCache(ctx);
+  std::vector<float> logits;
+  for (size_t i = 0; i < depth.size(); i += 512) {
+    const std::span<const int32_t> step = depth.subspan(i, std::min<size_t>(512, depth.size() - i));
+    absl::Status st =
+        engine.Forward(cache, StageInput{step, {}}, LogitsMode::kLastPosition, &logits);
+    if (!st.ok()) return st;
+  }
+  return cache;
+}
+
+// Prefill of `tokens` into a cache at `depth`: tokens/s.
+absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
+                                 std::span<const int32_t> depth,
+                                 const std::vector<int32_t>& tokens) {
+  absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth);
+  if (!at_depth.ok()) return at_depth.status();
+  KvCache& cache = *at_depth;
   std::vector<float> logits;
   const auto start = std::chrono::steady_clock::now();
   absl::Status st =
@@ -98,11 +117,14 @@ absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
   return tokens.size() / Seconds(start);
 }
 
-// tokens[0] as an untimed one-token prompt, then one decode step per other
-// token: tokens/s of the decode steps.
+// tokens[0] as an untimed one-token prompt after `depth`, then one decode
+// step per other token: tokens/s of the decode steps.
 absl::StatusOr<double> RunGeneration(const StageEngine& engine, uint32_t ctx,
+                                     std::span<const int32_t> depth,
                                      const std::vector<int32_t>& tokens) {
-  KvCache cache = engine.NewCache(ctx);
+  absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth);
+  if (!at_depth.ok()) return at_depth.status();
+  KvCache& cache = *at_depth;
   std::vector<float> logits;
   std::span<const int32_t> ids(tokens);
   absl::Status st =
@@ -119,14 +141,17 @@ absl::StatusOr<double> RunGeneration(const StageEngine& engine, uint32_t ctx,
 
 // One warm-up run, then `repetitions` measured ones.
 absl::StatusOr<TestResult> Measure(const BenchSettings& s, bool prompt, const StageEngine& engine,
-                                   uint32_t ctx, const std::vector<int32_t>& tokens) {
+                                   uint32_t ctx, std::span<const int32_t> depth,
+                                   const std::vector<int32_t>& tokens) {
   TestResult r;
   r.n_prompt = prompt ? s.n_prompt : 0;
   r.n_gen = prompt ? 0 : s.n_gen;
+  r.depth = s.depth;
   r.name = prompt ? absl::StrCat("pp", s.n_prompt) : absl::StrCat("tg", s.n_gen);
+  if (s.depth > 0) absl::StrAppend(&r.name, " @ d", s.depth);
   for (int64_t i = 0; i <= s.repetitions; ++i) {
     absl::StatusOr<double> ts =
-        prompt ? RunPrompt(engine, ctx, tokens) : RunGeneration(engine, ctx, tokens);
+        prompt ? RunPrompt(engine, ctx, depth, tokens) : RunGeneration(engine, ctx, depth, tokens);
     if (!ts.ok()) return ts.status();
     if (i > 0) r.samples.push_back(*ts);
   }
@@ -147,16 +172,20 @@ std::string Params(uint64_t n) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  ArgParser p("ringlm bench --model PATH [-p 128] [-n 32] [-r 3] [-t THREADS] [--json]",
+  ArgParser p("ringlm bench --model PATH [-p 128] [-n 32] [-d 0] [-r 3] [-t THREADS] [--json]",
               "Measures prompt processing (pp: a prefill of -p random tokens into a fresh\n"
               "cache) and text generation (tg: -n single-token decode steps) in tokens/s,\n"
-              "like llama-bench: mean ± sample stddev of -r runs, after one warm-up run.");
+              "like llama-bench: mean ± sample stddev of -r runs, after one warm-up run.\n"
+              "With -d, each run starts from a cache already holding that many positions\n"
+              "(llama-bench's \"pp512 @ d1024\").");
   p.AddOption("model", "PATH", "GGUF model file");
   p.AddAlias("-m", "model");
   p.AddOption("n-prompt", "N", "prompt tokens of the pp test; 0 = skip it", "128");
   p.AddAlias("-p", "n-prompt");
   p.AddOption("n-gen", "N", "generated tokens of the tg test; 0 = skip it", "32");
   p.AddAlias("-n", "n-gen");
+  p.AddOption("n-depth", "N", "positions already in the cache when each test starts", "0");
+  p.AddAlias("-d", "n-depth");
   p.AddOption("repetitions", "N", "measured runs of each test", "3");
   p.AddAlias("-r", "repetitions");
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
@@ -173,12 +202,15 @@ int RunBench(const std::vector<std::string>& args) {
   auto n_prompt = p.GetInt("n-prompt", 0, 1 << 20);
   auto n_gen = p.GetInt("n-gen", 0, 1 << 20);
   auto reps = p.GetInt("repetitions", 1, 1000);
-  for (const absl::Status& st : {n_prompt.status(), n_gen.status(), reps.status()}) {
+  auto depth = p.GetInt("n-depth", 0, 1 << 20);
+  for (const absl::Status& st :
+       {n_prompt.status(), n_gen.status(), reps.status(), depth.status()}) {
     if (!st.ok()) return Fail(st);
   }
   s.n_prompt = *n_prompt;
   s.n_gen = *n_gen;
   s.repetitions = *reps;
+  s.depth = *depth;
   if (s.n_prompt == 0 && s.n_gen == 0) {
     return Fail(absl::InvalidArgumentError("-p and -n are both 0: nothing to measure"));
   }
@@ -187,7 +219,7 @@ int RunBench(const std::vector<std::string>& args) {
     if (!v.ok()) return Fail(v.status());
     s.threads = static_cast<int>(*v);
   }
-  const uint32_t ctx = static_cast<uint32_t>(std::max<int64_t>(s.n_prompt, s.n_gen + 1));
+  const uint32_t ctx = static_cast<uint32_t>(s.depth + std::max<int64_t>(s.n_prompt, s.n_gen + 1));
   absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModelForCli(p.GetString("model"), ctx);
   if (!loaded.ok()) return Fail(loaded.status());
   const Model& model = **loaded;
@@ -197,17 +229,19 @@ int RunBench(const std::vector<std::string>& args) {
   std::mt19937_64 rng(kTokenSeed);
   std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model.config().n_vocab) - 1);
   std::vector<TestResult> results;
+  std::vector<int32_t> depth_tokens(s.depth);
+  for (int32_t& t : depth_tokens) t = id(rng);
   if (s.n_prompt > 0) {
     std::vector<int32_t> tokens(s.n_prompt);
     for (int32_t& t : tokens) t = id(rng);
-    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, ctx, tokens);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, ctx, depth_tokens, tokens);
     if (!r.ok()) return Fail(r.status());
     results.push_back(*r);
   }
   if (s.n_gen > 0) {
     std::vector<int32_t> tokens(s.n_gen + 1);
     for (int32_t& t : tokens) t = id(rng);
-    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, ctx, tokens);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, ctx, depth_tokens, tokens);
     if (!r.ok()) return Fail(r.status());
     results.push_back(*r);
   }
@@ -233,6 +267,7 @@ int RunBench(const std::vector<std::string>& args) {
       j["tests"].push_back({{"test", r.name},
                             {"n_prompt", r.n_prompt},
                             {"n_gen", r.n_gen},
+                            {"n_depth", r.depth},
                             {"avg_ts", r.mean},
                             {"stddev_ts", r.stddev},
                             {"samples_ts", r.samples}});
@@ -240,16 +275,16 @@ int RunBench(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("| %-30s | %10s | %10s | %-14s | %7s | %8s | %20s |\n", "model", "size", "params",
+  std::printf("| %-30s | %10s | %10s | %-14s | %7s | %14s | %20s |\n", "model", "size", "params",
               "type", "threads", "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
               std::string(9, '-').c_str(), std::string(9, '-').c_str(),
               std::string(14, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(7, '-').c_str(), std::string(19, '-').c_str());
+              std::string(13, '-').c_str(), std::string(19, '-').c_str());
   for (const TestResult& r : results) {
     const std::string ts = absl::StrFormat("%.2f ± %.2f", r.mean, r.stddev);
     // "±" is two bytes but one column: pad by one more byte.
-    std::printf("| %-30s | %10s | %10s | %-14s | %7d | %8s | %21s |\n", name.c_str(),
+    std::printf("| %-30s | %10s | %10s | %-14s | %7d | %14s | %21s |\n", name.c_str(),
                 Size(bytes).c_str(), Params(params).c_str(), type.c_str(), s.threads,
                 r.name.c_str(), ts.c_str());
   }

@@ -77,6 +77,22 @@ TEST(CliTest, InspectShowsShapesAndSizes) {
   }
 }
 
+TEST(CliTest, BenchMeasuresEachTestAtTheDepthAsked) {
+  RunResult r = RunCli("bench --model " + kShared + "/models/stories260K-q8_0.gguf" +
+                       " -p 8 -n 4 -d 40 -r 2 -t 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["tests"].size(), 2u) << r.out;
+  EXPECT_EQ(out["tests"][0]["test"], "pp8 @ d40");
+  EXPECT_EQ(out["tests"][1]["test"], "tg4 @ d40");
+  for (const json& t : out["tests"]) {
+    EXPECT_EQ(t["n_depth"], 40);
+    EXPECT_EQ(t["samples_ts"].size(), 2u);
+    EXPECT_GT(t["avg_ts"].get<double>(), 0);
+  }
+  EXPECT_NE(RunCli("bench --model /nonexistent.gguf -d -1").exit_code, 0);
+}
+
 TEST(CliTest, ErrorsGoToStderrWithANonZeroExit) {
   RunResult missing = RunCli("generate --model /nonexistent.gguf --prompt hi");
   EXPECT_NE(missing.exit_code, 0);
