@@ -58,7 +58,7 @@ void AddFlags(ArgParser& p) {
   p.AddOption("memory-mb", "N", "memory this node offers, instead of MemAvailable");
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
   p.AddOption("ctx-size", "N", "context size in tokens (default: the model's)");
-  p.AddOption("kv-cache-mb", "N", "KV cache budget for kept sessions", "1024");
+  p.AddOption("kv-cache-mb", "N", "KV cache budget per stage, in MiB of blocks (a shared block counted once)", "1024");
   p.AddOption("max-sessions", "N", "sessions kept at most", "256");
   p.AddOption("state-dir", "DIR", "where the node id is kept (default: $XDG_STATE_HOME/ringlm)");
   p.AddOption("rpc-timeout-ms", "MS", "deadline of node-to-node control calls", "3000");
