@@ -10,6 +10,7 @@
 #include "api/api_error.h"
 #include "api/http_connection_gate.h"
 #include "api/openai_format.h"
+#include "api/reply_splice.h"
 #include "api/response_writer.h"
 #include "base/status_macros.h"
 
@@ -39,6 +40,7 @@ CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& ca
       models_(models),
       renderer_(renderer),
       options_(std::move(options)),
+      replies_(options_.replies),
       admission_(options_.admission) {}
 
 void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
@@ -56,12 +58,12 @@ void CompletionHandler::HandleText(const httplib::Request& req, httplib::Respons
   Handle(ParseTextCompletionRequest(req.body, options_.json_limits), res);
 }
 
-std::vector<int32_t> CompletionHandler::Tokenize(const std::vector<PromptSegment>& segments) const {
-  const Tokenizer& tokenizer = backend_.tokenizer();
+std::vector<int32_t> CompletionHandler::Tokenize(std::vector<PromptSegment> segments) const {
   if (options_.parse_special_in_content) {
-    return tokenizer.Encode(JoinSegments(segments), /*add_special=*/true, /*parse_special=*/true);
+    // All text as control: the ids of Encode(joined, true, /*parse_special=*/true).
+    for (PromptSegment& segment : segments) segment.is_control = true;
   }
-  return tokenizer.EncodeSegments(segments, /*add_special=*/true);
+  return backend_.tokenizer().EncodeSegments(segments, /*add_special=*/true);
 }
 
 absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
@@ -81,13 +83,13 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   }
   if (chat) {
     absl::StatusOr<std::vector<PromptSegment>> rendered =
-        renderer_.Render(request.messages, request.tools);
+        RenderWithReplyIds(renderer_, request.messages, request.tools, replies_);
     if (!rendered.ok()) {
       return InvalidFieldError(
           request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
           std::string(rendered.status().message()));
     }
-    params.prompt = Tokenize(*rendered);
+    params.prompt = Tokenize(*std::move(rendered));
   } else if (!request.prompt_ids.empty()) {
     for (int32_t id : request.prompt_ids) {
       if (!backend_.tokenizer().IsValid(id)) {
@@ -138,8 +140,10 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib
   auto slot = std::make_unique<Slot>(*std::move(ticket));
   absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
   if (!params.ok()) return SetErrorResponse(params.status(), res);
-  absl::StatusOr<std::unique_ptr<GenerationStream>> stream =
-      GenerationStream::Start(backend_, cache_, options_.keep_sessions, *std::move(params));
+  // Chat replies are recorded, for when the client sends them back.
+  ReplyStore* replies = parsed->kind != CompletionRequest::Kind::kText ? &replies_ : nullptr;
+  absl::StatusOr<std::unique_ptr<GenerationStream>> stream = GenerationStream::Start(
+      backend_, cache_, replies, options_.keep_sessions, *std::move(params));
   if (!stream.ok()) return SetErrorResponse(stream.status(), res);
   if (parsed->stream) {
     RespondStreaming(*parsed, std::move(slot), *std::move(stream), res);

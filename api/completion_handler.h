@@ -17,6 +17,7 @@
 #include "api/generation_stream.h"
 #include "api/json_limits.h"
 #include "api/prefix_cache.h"
+#include "api/reply_store.h"
 #include "api/served_models.h"
 #include "httplib.h"
 #include "inference/chat_template.h"
@@ -34,6 +35,7 @@ struct CompletionHandlerOptions {
   JsonLimits json_limits;
   size_t max_body_bytes = 4 << 20;        // a (chunked) body past this gets 413
   bool parse_special_in_content = false;  // see ApiOptions
+  ReplyStoreOptions replies;              // the chat replies kept as their ids
 };
 
 // Thread-safe: one instance serves every HTTP thread. The backend, cache and
@@ -44,6 +46,10 @@ struct CompletionHandlerOptions {
 // parse the body (bounded by json_limits), check the model name, take a
 // running slot (waiting in line for one; 429 when the line is full), and
 // only then check readiness, render the chat template and tokenize.
+//
+// Chat replies are recorded in a ReplyStore the handler owns, and a chat
+// prompt uses their generated ids where a request sends them back
+// (RenderWithReplyIds), whether the prefix cache is on or off.
 class CompletionHandler {
  public:
   CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
@@ -64,8 +70,9 @@ class CompletionHandler {
   void Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res);
   // What comes after admission and before Submit: readiness, the prompt.
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
-  // The prompt's tokens: chat messages rendered in the template's format.
-  std::vector<int32_t> Tokenize(const std::vector<PromptSegment>& segments) const;
+  // The prompt's tokens: chat messages rendered in the template's format
+  // (ids segments verbatim).
+  std::vector<int32_t> Tokenize(std::vector<PromptSegment> segments) const;
   // The output_constraint.h spec the reply must match ("" = free text):
   // a forced tool call, else the response format. InvalidArgument naming the
   // field when the grammar cannot enforce it.
@@ -83,6 +90,7 @@ class CompletionHandler {
   const ServedModels& models_;
   const ChatRenderer& renderer_;
   const CompletionHandlerOptions options_;
+  ReplyStore replies_;
   Admission admission_;
   std::atomic<bool> stopping_{false};
 };

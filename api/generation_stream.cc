@@ -15,7 +15,8 @@ struct GenerationStream::Inbox {
 };
 
 absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
-    GenerationBackend& backend, PrefixCache& cache, bool keep_session, Params params) {
+    GenerationBackend& backend, PrefixCache& cache, ReplyStore* replies, bool keep_session,
+    Params params) {
   PrefixCache::Lease lease = cache.Begin(params.prompt);
   GenerationRequest request;
   request.prompt = params.prompt;
@@ -26,8 +27,8 @@ absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
   request.constraint = params.constraint;
   request.reuse = lease.reuse();
   request.keep_session = keep_session && !request.reuse.session_id.empty();
-  std::unique_ptr<GenerationStream> stream(
-      new GenerationStream(backend.tokenizer(), cache, std::move(params), std::move(lease)));
+  std::unique_ptr<GenerationStream> stream(new GenerationStream(
+      backend.tokenizer(), cache, replies, std::move(params), std::move(lease)));
   std::shared_ptr<Inbox> inbox = stream->inbox_;
   absl::StatusOr<std::unique_ptr<GenerationHandle>> handle =
       backend.Submit(std::move(request), [inbox](const GenerationEvent& event) {
@@ -43,10 +44,11 @@ absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
   return stream;
 }
 
-GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache, Params params,
-                                   PrefixCache::Lease lease)
+GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache,
+                                   ReplyStore* replies, Params params, PrefixCache::Lease lease)
     : tokenizer_(tokenizer),
       cache_(cache),
+      replies_(replies),
       prompt_(std::move(params.prompt)),
       max_tokens_(params.max_tokens),
       inbox_(std::make_shared<Inbox>()),
@@ -75,6 +77,15 @@ std::string GenerationStream::Poll(absl::Duration timeout) {
   for (const GenerationEvent& event : events) {
     if (finished()) break;
     Apply(event, out);
+  }
+  if (replies_ != nullptr) {
+    content_ += out;
+    // Once, on the poll that finished it: later polls return at the top.
+    if (state_ == State::kDone) {
+      if (std::optional<std::vector<int32_t>> ids = ExactReplyIds(tokenizer_, sampled_, content_)) {
+        replies_->Record(std::move(content_), *std::move(ids));
+      }
+    }
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // One generation request as the HTTP side sees it: submitted to the backend,
-// read back as text, finished, and recorded in the prefix cache.
+// read back as text, finished, and recorded in the prefix cache (and, for a
+// chat reply, in the reply store).
 #ifndef RINGLM_API_GENERATION_STREAM_H_
 #define RINGLM_API_GENERATION_STREAM_H_
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "api/generation_backend.h"
 #include "api/prefix_cache.h"
+#include "api/reply_store.h"
 #include "api/stop_filter.h"
 #include "api/tool_call_parser.h"
 #include "inference/tokenizer/tokenizer.h"
@@ -32,7 +34,10 @@ namespace ringlm {
 // handle, which cancels the request if it still runs (after a stop string
 // matched, say), and settles the prefix-cache lease: kDone records the prompt
 // plus every sampled token but the last (the positions whose KV the stages
-// wrote); kFailed and kCancelled abandon the session.
+// wrote); kFailed and kCancelled abandon the session. kDone also records the
+// reply in the ReplyStore, when there is one: the text Poll returned, with
+// the sampled ids that spell it exactly (ExactReplyIds; not recorded when
+// none do).
 //
 // Not thread-safe: one HTTP thread owns it. The backend may call back after the
 // stream is gone; the inbox it writes to is shared and outlives both.
@@ -54,10 +59,12 @@ class GenerationStream {
   };
 
   // Takes a lease from `cache` and submits. On a Submit error the lease is
-  // abandoned and the backend's status returned. `backend` and `cache` must
-  // outlive the stream. keep_session asks the stages to keep the KV.
+  // abandoned and the backend's status returned. `backend`, `cache` and
+  // `replies` (null: the reply is not recorded) must outlive the stream.
+  // keep_session asks the stages to keep the KV.
   static absl::StatusOr<std::unique_ptr<GenerationStream>> Start(GenerationBackend& backend,
                                                                  PrefixCache& cache,
+                                                                 ReplyStore* replies,
                                                                  bool keep_session, Params params);
   ~GenerationStream();
 
@@ -91,8 +98,8 @@ class GenerationStream {
 
  private:
   struct Inbox;
-  GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache, Params params,
-                   PrefixCache::Lease lease);
+  GenerationStream(const Tokenizer& tokenizer, PrefixCache& cache, ReplyStore* replies,
+                   Params params, PrefixCache::Lease lease);
   // Applies one event; appends shown text to `out`.
   void Apply(const GenerationEvent& event, std::string& out);
   void FinishDone(std::string_view reason, std::string& out);
@@ -102,6 +109,7 @@ class GenerationStream {
 
   const Tokenizer& tokenizer_;
   PrefixCache& cache_;
+  ReplyStore* const replies_;  // null: no reply recorded
   std::vector<int32_t> prompt_;
   int32_t max_tokens_;
   std::shared_ptr<Inbox> inbox_;
@@ -112,6 +120,7 @@ class GenerationStream {
   std::optional<ToolCallScanner> tool_scanner_;
   State state_ = State::kQueued;
   std::vector<int32_t> sampled_;         // every sampled token, EOS included
+  std::string content_;                  // every byte Poll returned (when replies_)
   std::vector<TokenLogprobs> logprobs_;  // not yet taken
   uint32_t cached_tokens_ = 0;
   std::string finish_reason_;

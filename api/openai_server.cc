@@ -68,6 +68,7 @@ CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o) {
   h.json_limits = o.json_limits;
   h.max_body_bytes = o.max_body_bytes;
   h.parse_special_in_content = o.parse_special_in_content;
+  h.replies = o.replies;
   return h;
 }
 

@@ -35,6 +35,7 @@
 #include "api/generation_backend.h"
 #include "api/json_limits.h"
 #include "api/prefix_cache.h"
+#include "api/reply_store.h"
 
 namespace ringlm {
 
@@ -77,6 +78,8 @@ struct ApiOptions {
   bool parse_special_in_content = false;
 
   PrefixCacheOptions prefix_cache;
+  // Chat replies kept as their generated ids (docs/reply-ids.md); no flag.
+  ReplyStoreOptions replies;
 
   // The names requests may give as `model` and /v1/models lists, the first
   // reported when a request names none; empty = the model's own id. With

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -39,12 +40,15 @@ struct Reply {
   std::string content;
   int cached = -1;
   int prompt_tokens = -1;
+  int completion_tokens = -1;
 };
 
-Reply Chat(uint16_t port, const json& messages) {
+// `sampling` replaces the greedy default ({"temperature": 0}).
+Reply Chat(uint16_t port, const json& messages, const json& sampling = {{"temperature", 0}}) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(60, 0);
-  json body = {{"messages", messages}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
+  json body = {{"messages", messages}, {"max_tokens", kMaxTokens}};
+  body.update(sampling);
   auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
   Reply r;
   if (!res) return r;
@@ -57,6 +61,7 @@ Reply Chat(uint16_t port, const json& messages) {
   r.content = out["choices"][0]["message"]["content"];
   r.cached = out["usage"]["prompt_tokens_details"]["cached_tokens"];
   r.prompt_tokens = out["usage"]["prompt_tokens"];
+  r.completion_tokens = out["usage"]["completion_tokens"];
   return r;
 }
 
@@ -77,10 +82,13 @@ class LocalReference {
     return model_->tokenizer().Encode(text, true, true);
   }
 
-  std::vector<int32_t> Generate(const std::vector<int32_t>& prompt) const {
+  // Greedy, or with `seed` at temperature 1.
+  std::vector<int32_t> Generate(const std::vector<int32_t>& prompt,
+                                std::optional<uint64_t> seed = std::nullopt) const {
     GenerateOptions options;
     options.max_tokens = kMaxTokens;
-    options.sampling.temperature = 0;
+    options.sampling.temperature = seed ? 1 : 0;
+    options.sampling.seed = seed.value_or(0);
     return *generator_->Generate(prompt, options);
   }
 
@@ -101,6 +109,7 @@ class LocalReference {
   }
 
   const Tokenizer& tokenizer() const { return model_->tokenizer(); }
+  const LocalGenerator& generator() const { return *generator_; }
 
   std::string Text(const std::vector<int32_t>& ids) const {
     StreamingDecoder decoder(model_->tokenizer());
@@ -177,16 +186,18 @@ TEST(ApiClusterTest, SixTurnConversationIsTheSameWithAndWithoutTheCache) {
 }
 
 // Two chats in two browser tabs, alternating turns, with one system prompt:
-// each turn reuses at least the whole prompt of its chat's previous turn,
-// because a chat that shares only the system prompt forks it instead of
-// truncating the other chat's session. Replies equal the local reference.
-TEST(ApiClusterTest, InterleavedChatsEachReuseTheirWholePreviousPrompt) {
+// each turn reuses the whole previous turn of its chat, prompt and reply
+// (but the reply's last token, whose KV was never written), because a chat
+// that shares only the system prompt forks it instead of truncating the
+// other chat's session, and the head keeps each reply as its generated ids.
+// Replies equal the local reference.
+TEST(ApiClusterTest, InterleavedChatsEachReuseTheirWholePreviousTurn) {
   LoopbackCluster cluster(HeadOptions());
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
   LocalReference local;
   const json system = {{"role", "system"}, {"content", "You tell short stories to children."}};
   json chats[2] = {json::array({system}), json::array({system})};
-  int previous_prompt[2] = {0, 0};
+  int previous_turn[2] = {0, 0};  // prompt + completion tokens
   for (int round = 0; round < 3; ++round) {
     for (int c = 0; c < 2; ++c) {
       SCOPED_TRACE(absl::StrCat("chat ", c, ", turn ", round + 1));
@@ -196,11 +207,82 @@ TEST(ApiClusterTest, InterleavedChatsEachReuseTheirWholePreviousPrompt) {
       EXPECT_EQ(r.content, local.Text(local.Generate(local.PromptIds(chats[c]))));
       std::printf("chat %d turn %d: %d prompt tokens, %d cached\n", c, round + 1, r.prompt_tokens,
                   r.cached);
-      if (round > 0) EXPECT_GE(r.cached, previous_prompt[c]);
-      previous_prompt[c] = r.prompt_tokens;
+      if (round > 0) EXPECT_EQ(r.cached, previous_turn[c] - 1);
+      previous_turn[c] = r.prompt_tokens + r.completion_tokens;
       chats[c].push_back({{"role", "assistant"}, {"content", r.content}});
     }
   }
+}
+
+// A chat's second turn continues the first through the end of its reply:
+// the head kept the reply's generated ids (docs/reply-ids.md), so turn 2's
+// prompt is turn 1's prompt ids, then those ids, then the new text tokenized
+// as a continuation, with the prefix cache on or off. Turn 1 is sampled
+// (seed 18) because that reply's ids are not what re-tokenizing its text
+// gives: without the stored ids the reuse would stop inside the reply.
+TEST(ApiClusterTest, ASecondTurnReusesTheFirstThroughTheEndOfItsReply) {
+  LoopbackCluster cached(HeadOptions());
+  LoopbackCluster uncached(HeadOptions({"--no-prefix-cache"}));
+  ASSERT_TRUE(testing::WaitFor([&] { return cached.AllFormed() && uncached.AllFormed(); }, 30s))
+      << cached.Logs() << uncached.Logs();
+  LocalReference local;
+  const Tokenizer& tokenizer = local.tokenizer();
+  constexpr uint64_t kSeed = 18;
+  json messages = json::array({{{"role", "user"}, {"content", kTurns[0]}}});
+  const json sampled = {{"temperature", 1}, {"seed", kSeed}};
+  Reply a1 = Chat(cached.api_port(), messages, sampled);
+  Reply b1 = Chat(uncached.api_port(), messages, sampled);
+  ASSERT_EQ(a1.status, 200) << a1.content << cached.Logs();
+  ASSERT_EQ(b1.status, 200) << b1.content;
+  EXPECT_EQ(a1.content, b1.content);
+  // What turn 1 generated, and what the stages hold after it.
+  const std::vector<int32_t> prompt1 = local.PromptIds(messages);
+  const std::vector<int32_t> generated = local.Generate(prompt1, kSeed);
+  ASSERT_EQ(local.Text(generated), a1.content);
+  ASSERT_EQ(a1.prompt_tokens, static_cast<int>(prompt1.size()));
+  ASSERT_EQ(a1.completion_tokens, static_cast<int>(generated.size()));
+  std::vector<int32_t> kv = prompt1;
+  kv.insert(kv.end(), generated.begin(), generated.end() - 1);
+  // The reply's ids: what was generated, but an end of generation.
+  std::vector<int32_t> reply_ids = generated;
+  if (tokenizer.IsEndOfGeneration(reply_ids.back())) reply_ids.pop_back();
+
+  messages.push_back({{"role", "assistant"}, {"content", a1.content}});
+  messages.push_back({{"role", "user"}, {"content", kTurns[1]}});
+  // Re-tokenizing the reply's text diverges from the KV inside the reply.
+  const size_t retokenized_reuse = CommonPrefix(local.PromptIds(messages), kv);
+  std::printf("turn 1: %zu prompt + %zu generated tokens; re-tokenized, turn 2 shares %zu\n",
+              prompt1.size(), generated.size(), retokenized_reuse);
+  EXPECT_LT(retokenized_reuse, kv.size());
+  // The head's prompt instead: turn 1's prompt text, the reply as its ids,
+  // the rest a continuation.
+  std::vector<ChatMessage> chat;
+  for (const json& m : messages) chat.push_back({m["role"], m["content"]});
+  const std::string text1 = *RenderChat(ChatFormat::kPlain, {chat[0]}, true);
+  const std::string text2 = *RenderChat(ChatFormat::kPlain, chat, true);
+  ASSERT_EQ(text2.rfind(text1 + a1.content, 0), 0u) << text2;
+  const std::vector<PromptSegment> segments = {
+      {text1, true},
+      {a1.content, false, reply_ids},
+      {text2.substr(text1.size() + a1.content.size()), true}};
+  const std::vector<int32_t> prompt2 = tokenizer.EncodeSegments(segments, true);
+  std::vector<int32_t> turn1 = prompt1;
+  turn1.insert(turn1.end(), reply_ids.begin(), reply_ids.end());
+  ASSERT_EQ(std::vector<int32_t>(prompt2.begin(), prompt2.begin() + turn1.size()), turn1);
+
+  Reply a2 = Chat(cached.api_port(), messages);
+  Reply b2 = Chat(uncached.api_port(), messages);
+  ASSERT_EQ(a2.status, 200) << a2.content << cached.Logs();
+  ASSERT_EQ(b2.status, 200) << b2.content;
+  EXPECT_EQ(a2.prompt_tokens, static_cast<int>(prompt2.size()));
+  EXPECT_EQ(b2.prompt_tokens, static_cast<int>(prompt2.size()));
+  // All of turn 1 but its last sampled token, whose KV was never written:
+  // when it ended the reply (length) it is in prompt2 but not in the KV;
+  // when it was an end of generation it is in neither.
+  EXPECT_EQ(a2.cached, a1.prompt_tokens + a1.completion_tokens - 1);
+  EXPECT_EQ(b2.cached, 0);
+  EXPECT_EQ(a2.content, b2.content);
+  EXPECT_EQ(a2.content, local.Text(local.Generate(prompt2)));
 }
 
 // Drops every session the head (node 0) holds on the node at `address`, as

@@ -56,11 +56,12 @@ BpeTokenizer::BpeTokenizer(std::unique_ptr<const VocabIndex> index, PreTokenizer
 
 std::vector<int32_t> BpeTokenizer::EncodeFragments(std::string_view text,
                                                    std::span<const Fragment> fragments,
-                                                   bool add_special) const {
+                                                   RunPosition position) const {
+  // No dummy prefix here (as llama.cpp's BPE session): `continues` changes nothing.
   const Vocabulary& vocab = index().vocab();
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
-  if (add_special && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
+  if (position.add_bos && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
   for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {
       out.push_back(fragment.token);
@@ -68,7 +69,7 @@ std::vector<int32_t> BpeTokenizer::EncodeFragments(std::string_view text,
       EncodeFragment(fragment.text, out);
     }
   }
-  if (add_special && vocab.add_eos) out.push_back(vocab.eos_id);  // Create checked eos_id
+  if (position.add_eos && vocab.add_eos) out.push_back(vocab.eos_id);  // Create checked eos_id
   return out;
 }
 

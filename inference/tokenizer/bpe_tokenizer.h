@@ -32,7 +32,7 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   std::vector<int32_t> EncodeFragments(std::string_view text, std::span<const Fragment> fragments,
-                                       bool add_special) const override;
+                                       RunPosition position) const override;
 
   BpeTokenizer(std::unique_ptr<const VocabIndex> index, PreTokenizerConfig config,
                absl::flat_hash_map<std::string, int32_t> ranks);

@@ -118,6 +118,22 @@ TEST(BpeTokenizerTest, SegmentsKeepContentSpecialsAsText) {
   EXPECT_EQ(t->EncodeSegments(clean, false), t->Encode("<|begin_of_text|>he the", false, true));
 }
 
+TEST(BpeTokenizerTest, IdsSegmentsAreVerbatimBetweenRunsTokenizedOnTheirOwn) {
+  BpeVocabBuilder b = SmallBpeVocab("llama3");
+  b.vocab().add_bos = true;
+  auto t = Build(b.vocab());
+  const int32_t bos = b.Id("<|begin_of_text|>");
+  // " the" given as the ids of " ", "t", "h", "e": kept, not re-merged; the
+  // runs around it are tokenized alone, BOS once.
+  const std::vector<int32_t> spelled = {b.Id(" "), b.Id("t"), b.Id("h"), b.Id("e")};
+  const std::vector<PromptSegment> segments = {
+      {"he", true}, {" the", false, spelled}, {" the<|eot_id|>", true}};
+  std::vector<int32_t> expected = {bos, b.Id("he")};
+  expected.insert(expected.end(), spelled.begin(), spelled.end());
+  for (int32_t id : t->Encode(" the<|eot_id|>", false, true)) expected.push_back(id);
+  EXPECT_EQ(t->EncodeSegments(segments, true), expected);
+}
+
 TEST(BpeTokenizerTest, EndOfGeneration) {
   BpeVocabBuilder b = SmallBpeVocab("llama3");
   b.Add("<|stop|>", TokenType::kControl);

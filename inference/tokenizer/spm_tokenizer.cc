@@ -42,15 +42,16 @@ SpmTokenizer::SpmTokenizer(std::unique_ptr<const VocabIndex> index) : Tokenizer(
 
 std::vector<int32_t> SpmTokenizer::EncodeFragments(std::string_view text,
                                                    std::span<const Fragment> fragments,
-                                                   bool add_special) const {
+                                                   RunPosition position) const {
   const Vocabulary& vocab = index().vocab();
   std::vector<int32_t> out;
   out.reserve(text.size() / 2 + 2);
 
   // Like SentencePiece, the first raw fragment and each one after a special
-  // token get a leading space.
-  bool previous_is_special = true;
-  if (add_special && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
+  // token get a leading space; a run that continues earlier text has no
+  // first fragment of its own.
+  bool previous_is_special = !position.continues;
+  if (position.add_bos && vocab.add_bos) out.push_back(vocab.bos_id);  // Create checked bos_id
 
   for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {
@@ -65,7 +66,7 @@ std::vector<int32_t> SpmTokenizer::EncodeFragments(std::string_view text,
     previous_is_special = false;
   }
 
-  if (add_special && vocab.add_eos) out.push_back(vocab.eos_id);  // Create checked eos_id
+  if (position.add_eos && vocab.add_eos) out.push_back(vocab.eos_id);  // Create checked eos_id
   return out;
 }
 

@@ -27,7 +27,7 @@ class SpmTokenizer final : public Tokenizer {
 
  private:
   std::vector<int32_t> EncodeFragments(std::string_view text, std::span<const Fragment> fragments,
-                                       bool add_special) const override;
+                                       RunPosition position) const override;
   // Appends the tokens of one escaped raw-text fragment (spaces already U+2581).
   void EncodeFragment(std::string_view text, std::vector<int32_t>& out) const;
 };

@@ -226,6 +226,31 @@ TEST(SpmTokenizerTest, SegmentsParseSpecialsOnlyInControlText) {
   EXPECT_THAT(t->EncodeSegments({}, true), ElementsAre(1));
 }
 
+TEST(SpmTokenizerTest, IdsSegmentsSplitRunsAndTheNextRunContinuesWithoutDummySpace) {
+  VocabBuilder b = Base();
+  b.Add(kSp).Add("a").Add("b").Add(std::string(kSp) + "a", -1.0f).Add("ab", -2.0f);
+  b.vocab().add_eos = true;
+  auto t = b.Build();
+  const int32_t sp = b.Id(kSp), a = b.Id("a"), bb = b.Id("b"), spa = b.Id(std::string(kSp) + "a");
+  // Joined, "a" + "ab" would be one fragment with one dummy space:
+  // "▁a", "ab". With "ab" given as ids [a, b], the text before is its own run
+  // (BOS, dummy space) and the text after continues (no space, no second BOS).
+  const std::vector<PromptSegment> split = {{"a", true}, {"ab", false, {a, bb}}, {"a b", true}};
+  EXPECT_THAT(t->EncodeSegments(split, true), ElementsAre(1, spa, a, bb, a, sp, bb, 2));
+  EXPECT_THAT(t->EncodeSegments(split, false), ElementsAre(spa, a, bb, a, sp, bb));
+  // Ids first or last: BOS still first, EOS still last.
+  EXPECT_THAT(t->EncodeSegments(std::vector<PromptSegment>{{"ab", false, {a, bb}}}, true),
+              ElementsAre(1, a, bb, 2));
+  const std::vector<PromptSegment> two = {{"", false, {bb}}, {"", true}, {"", false, {a}}};
+  EXPECT_THAT(t->EncodeSegments(two, true), ElementsAre(1, bb, a, 2));
+  // After a special token in the continuation the usual dummy space returns.
+  const std::vector<PromptSegment> special = {{"x", false, {a}}, {"</s>a", true}};
+  EXPECT_THAT(t->EncodeSegments(special, false), ElementsAre(a, 2, spa));
+  // Without ids: unchanged.
+  EXPECT_EQ(t->EncodeSegments(std::vector<PromptSegment>{{"aab", true}}, true),
+            t->Encode("aab", true, true));
+}
+
 TEST(SpmTokenizerTest, UserDefinedTokensLongestFirstEvenWithoutParseSpecial) {
   VocabBuilder b = Base();
   b.Add(kSp).Add("x").Add("y").Add("z");

@@ -88,12 +88,32 @@ Tokenizer::~Tokenizer() = default;
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
-  return EncodeFragments(
-      text, tokenizer_internal::PartitionSpecialTokens(text, *index_, parse_special), add_special);
+  return EncodeFragments(text,
+                         tokenizer_internal::PartitionSpecialTokens(text, *index_, parse_special),
+                         {.add_bos = add_special, .add_eos = add_special});
 }
 
 std::vector<int32_t> Tokenizer::EncodeSegments(std::span<const PromptSegment> segments,
                                                bool add_special) const {
+  std::vector<int32_t> out;
+  size_t run_begin = 0;
+  for (size_t i = 0; i <= segments.size(); ++i) {
+    const bool end = i == segments.size();
+    if (!end && segments[i].ids.empty()) continue;
+    const std::vector<int32_t> run = EncodeRun(segments.subspan(run_begin, i - run_begin),
+                                               {.add_bos = add_special && run_begin == 0,
+                                                .add_eos = add_special && end,
+                                                .continues = run_begin > 0});
+    out.insert(out.end(), run.begin(), run.end());
+    if (end) break;
+    out.insert(out.end(), segments[i].ids.begin(), segments[i].ids.end());
+    run_begin = i + 1;
+  }
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::EncodeRun(std::span<const PromptSegment> segments,
+                                          RunPosition position) const {
   std::string joined;
   size_t size = 0;
   for (const PromptSegment& segment : segments) size += segment.text.size();
@@ -114,7 +134,7 @@ std::vector<int32_t> Tokenizer::EncodeSegments(std::span<const PromptSegment> se
   return EncodeFragments(
       joined,
       tokenizer_internal::PartitionSpecialTokens(joined, *index_, /*parse_special=*/true, plain),
-      add_special);
+      position);
 }
 
 std::string Tokenizer::Decode(std::span<const int32_t> ids) const {

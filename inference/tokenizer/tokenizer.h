@@ -81,6 +81,10 @@ struct PromptSegment {
   // markers): special-token texts inside become their control tokens. False
   // for text a client sent (message content): they stay plain text.
   bool is_control = false;
+  // Not empty: the segment is these token ids, verbatim, and is not
+  // tokenized (`text` is what they decode to, for JoinSegments; is_control
+  // is ignored). The caller vouches that they are valid ids.
+  std::vector<int32_t> ids = {};
 
   bool operator==(const PromptSegment&) const = default;
 };
@@ -125,6 +129,14 @@ class Tokenizer {
   // joined before tokenizing, so when no content holds special-token text
   // the ids equal Encode(joined, add_special, true): splitting a prompt into
   // segments never changes how ordinary text is tokenized.
+  //
+  // Segments with `ids` cut the prompt into runs of text, each tokenized on
+  // its own as above, with the ids placed verbatim between them. BOS (with
+  // add_special) comes before the first run and EOS after the last, even
+  // when those runs are empty. A run after ids continues text: for a
+  // SentencePiece vocabulary (add_space_prefix) its first fragment gets no
+  // dummy-prefix space, as when it is tokenized in one piece with the text
+  // before it. Without ids segments there is a single run, as before.
   std::vector<int32_t> EncodeSegments(std::span<const PromptSegment> segments,
                                       bool add_special) const;
 
@@ -167,13 +179,24 @@ class Tokenizer {
   explicit Tokenizer(std::unique_ptr<const tokenizer_internal::VocabIndex> index,
                      bool clean_spaces = false);
   const tokenizer_internal::VocabIndex& index() const { return *index_; }
+  // Where a run of text sits in its prompt, for EncodeFragments.
+  struct RunPosition {
+    bool add_bos = false;  // first: BOS before it, when the vocabulary's add_bos says so
+    bool add_eos = false;  // last: EOS after it, when add_eos says so
+    // After other tokens of the same text: no SentencePiece dummy-prefix
+    // space before its first raw fragment.
+    bool continues = false;
+  };
   // The tokens of `text` already split by PartitionSpecialTokens (raw
-  // fragments are views into `text`), with BOS/EOS when add_special.
+  // fragments are views into `text`).
   virtual std::vector<int32_t> EncodeFragments(
       std::string_view text, std::span<const tokenizer_internal::Fragment> fragments,
-      bool add_special) const = 0;
+      RunPosition position) const = 0;
 
  private:
+  // One run of EncodeSegments: `segments` hold no ids.
+  std::vector<int32_t> EncodeRun(std::span<const PromptSegment> segments,
+                                 RunPosition position) const;
   std::unique_ptr<const tokenizer_internal::VocabIndex> index_;
   bool clean_spaces_;
 };
