@@ -22,6 +22,7 @@
 #include "inference/model.h"
 #include "nlohmann/json.hpp"
 #include "proto/ringlm.grpc.pb.h"
+#include "tests/chat_client.h"
 #include "tests/grpc_test_clients.h"
 #include "tests/loopback_cluster.h"
 
@@ -35,34 +36,11 @@ using testing::LoopbackCluster;
 constexpr int kMaxTokens = 24;
 const char* kModel = "stories260K-f32.gguf";
 
-struct Reply {
-  int status = 0;
-  std::string content;
-  int cached = -1;
-  int prompt_tokens = -1;
-  int completion_tokens = -1;
-};
+using Reply = testing::ChatReply;
 
 // `sampling` replaces the greedy default ({"temperature": 0}).
 Reply Chat(uint16_t port, const json& messages, const json& sampling = {{"temperature", 0}}) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60, 0);
-  json body = {{"messages", messages}, {"max_tokens", kMaxTokens}};
-  body.update(sampling);
-  auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
-  Reply r;
-  if (!res) return r;
-  r.status = res->status;
-  json out = json::parse(res->body, nullptr, false);
-  if (res->status != 200 || !out.is_object()) {
-    r.content = res->body;
-    return r;
-  }
-  r.content = out["choices"][0]["message"]["content"];
-  r.cached = out["usage"]["prompt_tokens_details"]["cached_tokens"];
-  r.prompt_tokens = out["usage"]["prompt_tokens"];
-  r.completion_tokens = out["usage"]["completion_tokens"];
-  return r;
+  return testing::Chat(port, messages, kMaxTokens, sampling);
 }
 
 // What one process computes for the same chat: prompt ids, generated ids.

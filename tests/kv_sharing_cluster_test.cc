@@ -1,7 +1,6 @@
 // Paged, shared KV on a real 3-node cluster: conversations that share a
 // system prompt hold it once on every stage, and a budget too small for the
 // conversations costs cache hits, never tokens.
-#include <httplib.h>
 
 #include <algorithm>
 #include <string>
@@ -11,6 +10,7 @@
 #include "base/metrics.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/chat_client.h"
 #include "tests/loopback_cluster.h"
 
 namespace ringlm {
@@ -23,32 +23,10 @@ using testing::LoopbackCluster;
 constexpr int kMaxTokens = 24;
 constexpr int kBlockTokens = 16;  // inference/kv_cache.h
 
-struct Reply {
-  int status = 0;
-  std::string content;
-  int cached = -1;
-  int prompt_tokens = -1;
-  int completion_tokens = -1;
-};
+using Reply = testing::ChatReply;
 
 Reply Chat(uint16_t port, const json& messages) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60, 0);
-  json body = {{"messages", messages}, {"max_tokens", kMaxTokens}, {"temperature", 0}};
-  auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
-  Reply r;
-  if (!res) return r;
-  r.status = res->status;
-  json out = json::parse(res->body, nullptr, false);
-  if (res->status != 200 || !out.is_object()) {
-    r.content = res->body;
-    return r;
-  }
-  r.content = out["choices"][0]["message"]["content"];
-  r.cached = out["usage"]["prompt_tokens_details"]["cached_tokens"];
-  r.prompt_tokens = out["usage"]["prompt_tokens"];
-  r.completion_tokens = out["usage"]["completion_tokens"];
-  return r;
+  return testing::Chat(port, messages, kMaxTokens);
 }
 
 LoopbackCluster::Options Options(std::vector<std::string> all_args,
