@@ -154,7 +154,7 @@ void PrintTable(const json& d) {
     std::string cache = "-";
     if (n.contains("cache")) {
       const json& c = n["cache"];
-      cache = absl::StrFormat("%d sessions, %s / %s, %d of %d blocks shared (%s unshared)",
+      cache = absl::StrFormat("%d sessions, %s / %s, %d of %d blocks shared (%s without)",
                               c["sessions"].get<int>(), Mib(c["used_bytes"].get<uint64_t>()),
                               Mib(c["budget_bytes"].get<uint64_t>()), c["shared_blocks"].get<int>(),
                               c["blocks"].get<int>(), Mib(c["logical_bytes"].get<uint64_t>()));

@@ -219,6 +219,21 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
           "node ", caller, " may not deliver ", is_error ? "errors" : "tokens", " for request ", id,
           ": only ", is_error ? "its stages" : "its last stage", " may"));
     }
+    if (d.prompt_positions() > 0 && d.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) {
+      // A long prompt, going in: progress while each note goes further,
+      // within what this attempt sends.
+      if (a.noted_attempt != attempt) a.noted_positions = 0;
+      if (d.prompt_positions() <= a.noted_positions ||
+          d.prompt_positions() > a.request.prompt.size() + a.reply.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("request ", id, ": a progress note of ",
+                                                       d.prompt_positions(),
+                                                       " positions is out of order or range"));
+      }
+      a.noted_attempt = attempt;
+      a.noted_positions = d.prompt_positions();
+      a.last_progress = std::chrono::steady_clock::now();
+      return false;
+    }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
       if (d.cache_miss() && a.request.reuse_len > 0 && a.reply.size() == a.attempt_start) {
         spdlog::info("request {}: {}; recomputing from position 0", id, d.error());

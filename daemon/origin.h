@@ -41,8 +41,8 @@ struct OriginEvent {
 using OriginSink = std::function<void(const OriginEvent&)>;
 
 struct OriginOptions {
-  // A request with no token for this long is recovered (a stall nobody
-  // reported).
+  // A request with no token for this long, nor a note of its prompt's
+  // progress from its last stage, is recovered (a stall nobody reported).
   std::chrono::milliseconds no_progress_timeout{60000};
   // How often the stages of running requests are health-checked.
   std::chrono::milliseconds health_interval{1000};
@@ -183,6 +183,11 @@ class OriginRegistry {
     std::chrono::steady_clock::time_point start;
     std::chrono::steady_clock::time_point first_token;
     std::chrono::steady_clock::time_point last_progress;
+    // The furthest prompt position the last stage noted, and in which
+    // attempt: a note must go further, so notes cannot hold a request off
+    // the watchdog for ever.
+    uint32_t noted_positions = 0;
+    uint32_t noted_attempt = 0;
   };
   // One line per request at its end: id, tokens in/out, cached, TTFT,
   // decode speed, plan.

@@ -6,6 +6,7 @@
 #include "daemon/origin.h"
 
 #include <deque>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -287,6 +288,42 @@ TEST_F(OriginRecoveryTest, AStageThatStopsAnsweringHealthCallsIsRecoveredFrom) {
   EXPECT_EQ(replay.generated(), 1u);
   absl::MutexLock lock(&mu_);
   EXPECT_THAT(unreachable_, ::testing::Contains("b"));
+}
+
+// A prompt that takes longer than the no-progress timeout to go in (behind
+// other requests' prompts) is not a stall while its last stage notes its
+// progress; once the notes stop, the watchdog recovers it.
+TEST_F(OriginRecoveryTest, PromptProgressNotesKeepALongPrefillFromCountingAsAStall) {
+  OriginOptions options;
+  options.no_progress_timeout = 3s;
+  Start(options);
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "c"}, 2)};
+  }
+  StartRequest();
+  transport_.WaitStep(1);
+  auto note = [&](const std::string& from, uint32_t positions) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id("req-1#0");
+    d.set_prompt_positions(positions);
+    return origin_->Deliver(d, from);
+  };
+  EXPECT_EQ(note("b", 1).status().code(), absl::StatusCode::kPermissionDenied);
+  // The prompt has 4 positions: each note must go further, within them.
+  EXPECT_EQ(note("c", 5).status().code(), absl::StatusCode::kInvalidArgument);
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t positions = 1; positions <= 4; ++positions) {
+    if (positions > 1) std::this_thread::sleep_for(800ms);
+    ASSERT_TRUE(note("c", positions).ok());
+  }
+  std::this_thread::sleep_until(start + 3400ms);  // past the timeout since the start
+  EXPECT_EQ(transport_.steps(), 1u);              // no replay
+  EXPECT_TRUE(Events().empty());
+  // A stage that repeats its last note does not hold the request off the
+  // watchdog: it takes the silence for a stall and replays.
+  EXPECT_EQ(note("c", 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(transport_.WaitStep(2).second.request_id(), "req-1#1");
 }
 
 TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {

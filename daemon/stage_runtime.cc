@@ -387,8 +387,22 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
              absl::StrCat("forwarding to stage ", index + 1));
     return absl::OkStatus();
   }
-  if (!request.sample()) return absl::OkStatus();  // a prompt chunk that is not the last
+  if (!request.sample()) {  // a prompt chunk that is not the last
+    ReportPromptProgress(request);
+    return absl::OkStatus();
+  }
   return Sample(request, p.out, p.lease.cache().tokens());
+}
+
+void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
+  const uint32_t end = request.position() + static_cast<uint32_t>(request.tokens_size());
+  const uint32_t every = std::max<uint32_t>(1, options_.progress_positions);
+  if (end / every == request.position() / every) return;
+  v1::DeliverTokenRequest note;
+  note.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  note.set_request_id(request.request_id());
+  note.set_prompt_positions(end);
+  SendDelivery(request.origin(), std::move(note));
 }
 
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,

@@ -257,6 +257,33 @@ TEST_F(StageRuntimeTest, ANewRangeKeepsTheSessionsOfThePreviousOne) {
 // one prefill of prompt plus reply so far, with `generated` set. The last
 // stage has no sampler for it and must rebuild it from the session, so the
 // seeded draw, the penalties and the grammar continue exactly.
+// A prompt in chunks: the last stage notes each multiple of
+// progress_positions the prompt passes, then delivers the first token.
+TEST_F(StageRuntimeTest, TheLastStageNotesAPromptsProgressToItsOrigin) {
+  StageOptions options;
+  options.progress_positions = 32;
+  Start(options);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 90; ++i) prompt.push_back(prompt_[i % prompt_.size()]);
+  for (uint32_t start : {0u, 20u, 40u, 70u}) {
+    const uint32_t end = std::min<uint32_t>(90, start + (start == 0 ? 20 : start == 20 ? 20 : 30));
+    v1::StageStepRequest step =
+        Step("o", "r1", "s1", std::vector<int32_t>(prompt.begin() + start, prompt.begin() + end));
+    step.set_position(start);
+    step.set_sample(end == 90);
+    ASSERT_TRUE(runtime_->Enqueue(step, Node("o")).ok());
+  }
+  // 0-20 passes nothing, 20-40 passes 32, 40-70 passes 64, 70-90 samples.
+  const v1::DeliverTokenRequest first = transport_.WaitDelivery(1);
+  EXPECT_EQ(first.prompt_positions(), 40u) << first.error();
+  EXPECT_EQ(first.finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
+  EXPECT_EQ(transport_.WaitDelivery(2).prompt_positions(), 70u);
+  const v1::DeliverTokenRequest token = transport_.WaitDelivery(3);
+  EXPECT_EQ(token.prompt_positions(), 0u);
+  EXPECT_EQ(token.index(), 0u);
+  EXPECT_NE(token.finish_reason(), v1::FINISH_REASON_ERROR) << token.error();
+}
+
 TEST_F(StageRuntimeTest, AReplayedRequestContinuesItsSampledReplyExactly) {
   auto configure = [](v1::StageStepRequest& r) {
     r.mutable_sampling()->set_temperature(0.9f);

@@ -435,13 +435,14 @@ def multiturn(args):
     stream_chat(args.on, probe, 1, on_extra, args.timeout)
     probe[1]["content"] = "Good morning."
     probe_cached = stream_chat(args.on, probe, 1, on_extra, args.timeout).cached
-    stream_chat(args.off, probe, 1, off_extra, args.timeout)
+    if not args.no_off:
+        stream_chat(args.off, probe, 1, off_extra, args.timeout)
 
     on, on_s = run_workload("on", args.on, system, turns, max_tokens, on_extra, args.timeout,
                             args.lockstep)
     stage_lines = stage_metrics_lines(args.metrics) if args.metrics else []
-    off, off_s = run_workload("off", args.off, system, turns, max_tokens, off_extra, args.timeout,
-                              args.lockstep)
+    off, off_s = (None, 0.0) if args.no_off else run_workload(
+        "off", args.off, system, turns, max_tokens, off_extra, args.timeout, args.lockstep)
     ideal = ideal_reuse(on, system_tokens)
 
     off_how = ("the same server, cache_prompt false" if args.llama_server and args.off == args.on
@@ -450,7 +451,7 @@ def multiturn(args):
           f"max_tokens {max_tokens}{', lockstep rounds' if args.lockstep else ''}, "
           f"seed {args.seed}")
     print(f"# on: {args.on} ({kind}{', cache_prompt true' if args.llama_server else ''}); "
-          f"off: {args.off} ({off_how})")
+          f"off: {'not run (--no-off)' if args.no_off else f'{args.off} ({off_how})'}")
     print(f"# system prompt: {system_tokens} tokens (asked {args.system_tokens}); user turn: "
           f"{n_user_words} words, a sample {user_sample} tokens (asked {args.user_tokens}); "
           f"second probe reused {'n/a' if probe_cached is None else probe_cached} tokens on 'on'")
@@ -465,7 +466,7 @@ def multiturn(args):
     rows.append(("all", [(c, r) for r in range(args.rounds) for c in range(args.clients)]))
     for label, keys in rows:
         on_r = [on[c][r] for c, r in keys]
-        off_r = [off[c][r] for c, r in keys]
+        off_r = None if off is None else [off[c][r] for c, r in keys]
         ideal_sum = sum(ideal[c][r] for c, r in keys)
         cached = [x.cached for x in on_r]
         known = None not in cached
@@ -475,11 +476,13 @@ def multiturn(args):
               f"{ideal_sum / len(keys):>10.1f} "
               f"{fmt(cached_sum / len(keys) if known else None, 11)} {fmt(reuse, 6, 3)} "
               + "{:>15.1f} {:>14.1f} {:>14.1f} ".format(*ttft_stats(on_r))
-              + "{:>16.1f} {:>15.1f} {:>15.1f}".format(*ttft_stats(off_r)), flush=True)
-    differ = sum(on[c][r].text != off[c][r].text
-                 for c in range(args.clients) for r in range(args.rounds))
-    print(f"# replies that differ between on and off: {differ} of {args.clients * args.rounds}",
-          flush=True)
+              + ("{:>16} {:>15} {:>15}".format("n/a", "n/a", "n/a") if off_r is None else
+                 "{:>16.1f} {:>15.1f} {:>15.1f}".format(*ttft_stats(off_r))), flush=True)
+    if off is not None:
+        differ = sum(on[c][r].text != off[c][r].text
+                     for c in range(args.clients) for r in range(args.rounds))
+        print(f"# replies that differ between on and off: {differ} of "
+              f"{args.clients * args.rounds}", flush=True)
     for line in stage_lines:
         print(line, flush=True)
 
@@ -515,6 +518,8 @@ def main():
                        help="shared system prompt tokens to aim for (default: %(default)s)")
     multi.add_argument("--user-tokens", type=int, default=64,
                        help="user turn tokens to aim for (default: %(default)s)")
+    multi.add_argument("--no-off", action="store_true",
+                       help="run the workload on --on only (the off columns print n/a)")
     multi.add_argument("--lockstep", action="store_true",
                        help="start each round together on every client (default: each client "
                             "sends its next turn as soon as its reply is in)")
@@ -526,7 +531,7 @@ def main():
                        help="a stage's metrics address, read after the on run (repeatable)")
     args = parser.parse_args()
     if args.off is None:
-        if not args.llama_server:
+        if not args.llama_server and not args.no_off:
             parser.error("--off is required (a ringlm head started with --no-prefix-cache)")
         args.off = args.on
     for name in ("clients", "rounds", "system_tokens", "user_tokens", "turns"):
