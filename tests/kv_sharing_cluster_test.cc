@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/metrics.h"
 #include "gtest/gtest.h"
+#include "inference/kv_cache.h"
 #include "nlohmann/json.hpp"
 #include "tests/chat_client.h"
 #include "tests/loopback_cluster.h"
@@ -21,7 +22,7 @@ using namespace std::chrono_literals;
 using testing::LoopbackCluster;
 
 constexpr int kMaxTokens = 24;
-constexpr int kBlockTokens = 16;  // inference/kv_cache.h
+constexpr int kBlockTokens = static_cast<int>(kKvBlockTokens);
 
 using Reply = testing::ChatReply;
 
