@@ -279,12 +279,13 @@ absl::Status Node::RegisterGauges() {
   RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
       "ringlm_kv_cache_logical_bytes", "KV cache bytes the sessions would hold without sharing.",
       {}, [this] { return static_cast<double>(stage_->sessions().Stats().logical_bytes); }));
-  for (const auto& [state, field] : {std::pair{"used", &SessionStoreStats::blocks},
-                                     {"shared", &SessionStoreStats::shared_blocks}}) {
+  for (const auto& blocks : {std::pair{"used", &SessionStoreStats::blocks},
+                             {"shared", &SessionStoreStats::shared_blocks}}) {
     RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
         "ringlm_kv_blocks", "KV blocks alive, and of them those more than one session holds.",
-        {{"state", state}},
-        [this, field] { return static_cast<double>(stage_->sessions().Stats().*field); }));
+        {{"state", blocks.first}}, [this, field = blocks.second] {
+          return static_cast<double>(stage_->sessions().Stats().*field);
+        }));
   }
   RINGLM_RETURN_IF_ERROR(r.AddCallbackCounter(
       "ringlm_kv_blocks_evicted_total", "KV blocks freed by evicting idle sessions.", {},
