@@ -88,7 +88,8 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// A fresh cache holding `depth` (untimed, prefilled in 512-token steps).
+// A cache holding `depth`, prefilled in 512-token steps. Each run forks it
+// (sharing its blocks), so the depth is prefilled once, untimed.
 absl::StatusOr<KvCache> CacheAtDepth(const StageEngine& engine, uint32_t ctx,
                                      std::span<const int32_t> depth) {
   KvCache cache = engine.NewCache(ctx);
@@ -102,13 +103,10 @@ absl::StatusOr<KvCache> CacheAtDepth(const StageEngine& engine, uint32_t ctx,
   return cache;
 }
 
-// Prefill of `tokens` into a cache at `depth`: tokens/s.
-absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
-                                 std::span<const int32_t> depth,
+// Prefill of `tokens` into a fork of `at_depth`: tokens/s.
+absl::StatusOr<double> RunPrompt(const StageEngine& engine, const KvCache& at_depth,
                                  const std::vector<int32_t>& tokens) {
-  absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth);
-  if (!at_depth.ok()) return at_depth.status();
-  KvCache& cache = *at_depth;
+  KvCache cache = at_depth.Fork(at_depth.n_positions());
   std::vector<float> logits;
   const auto start = std::chrono::steady_clock::now();
   absl::Status st =
@@ -117,14 +115,11 @@ absl::StatusOr<double> RunPrompt(const StageEngine& engine, uint32_t ctx,
   return tokens.size() / Seconds(start);
 }
 
-// tokens[0] as an untimed one-token prompt after `depth`, then one decode
-// step per other token: tokens/s of the decode steps.
-absl::StatusOr<double> RunGeneration(const StageEngine& engine, uint32_t ctx,
-                                     std::span<const int32_t> depth,
+// tokens[0] as an untimed one-token prompt into a fork of `at_depth`, then
+// one decode step per other token: tokens/s of the decode steps.
+absl::StatusOr<double> RunGeneration(const StageEngine& engine, const KvCache& at_depth,
                                      const std::vector<int32_t>& tokens) {
-  absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth);
-  if (!at_depth.ok()) return at_depth.status();
-  KvCache& cache = *at_depth;
+  KvCache cache = at_depth.Fork(at_depth.n_positions());
   std::vector<float> logits;
   std::span<const int32_t> ids(tokens);
   absl::Status st =
@@ -141,8 +136,7 @@ absl::StatusOr<double> RunGeneration(const StageEngine& engine, uint32_t ctx,
 
 // One warm-up run, then `repetitions` measured ones.
 absl::StatusOr<TestResult> Measure(const BenchSettings& s, bool prompt, const StageEngine& engine,
-                                   uint32_t ctx, std::span<const int32_t> depth,
-                                   const std::vector<int32_t>& tokens) {
+                                   const KvCache& at_depth, const std::vector<int32_t>& tokens) {
   TestResult r;
   r.n_prompt = prompt ? s.n_prompt : 0;
   r.n_gen = prompt ? 0 : s.n_gen;
@@ -151,7 +145,7 @@ absl::StatusOr<TestResult> Measure(const BenchSettings& s, bool prompt, const St
   if (s.depth > 0) absl::StrAppend(&r.name, " @ d", s.depth);
   for (int64_t i = 0; i <= s.repetitions; ++i) {
     absl::StatusOr<double> ts =
-        prompt ? RunPrompt(engine, ctx, depth, tokens) : RunGeneration(engine, ctx, depth, tokens);
+        prompt ? RunPrompt(engine, at_depth, tokens) : RunGeneration(engine, at_depth, tokens);
     if (!ts.ok()) return ts.status();
     if (i > 0) r.samples.push_back(*ts);
   }
@@ -231,17 +225,19 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<TestResult> results;
   std::vector<int32_t> depth_tokens(s.depth);
   for (int32_t& t : depth_tokens) t = id(rng);
+  absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth_tokens);
+  if (!at_depth.ok()) return Fail(at_depth.status());
   if (s.n_prompt > 0) {
     std::vector<int32_t> tokens(s.n_prompt);
     for (int32_t& t : tokens) t = id(rng);
-    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, ctx, depth_tokens, tokens);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, *at_depth, tokens);
     if (!r.ok()) return Fail(r.status());
     results.push_back(*r);
   }
   if (s.n_gen > 0) {
     std::vector<int32_t> tokens(s.n_gen + 1);
     for (int32_t& t : tokens) t = id(rng);
-    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, ctx, depth_tokens, tokens);
+    absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, *at_depth, tokens);
     if (!r.ok()) return Fail(r.status());
     results.push_back(*r);
   }

@@ -44,6 +44,17 @@ std::shared_ptr<KvCache::Block> KvCache::NewBlock() const {
   return std::make_shared<Block>(size_t{n_layers_} * 2 * kKvBlockTokens * n_embd_kv_, ledger_);
 }
 
+std::shared_ptr<KvCache::Block> KvCache::CopyOfRows(const Block& from, uint32_t rows) const {
+  // Only the first `rows` of each layer's keys and values: the rest of the
+  // block may be written meanwhile by the cache that owns it.
+  std::shared_ptr<Block> copy = NewBlock();
+  for (size_t run = 0; run < size_t{n_layers_} * 2; ++run) {
+    const size_t offset = run * kKvBlockTokens * n_embd_kv_;
+    std::copy_n(&from.data[offset], size_t{rows} * n_embd_kv_, &copy->data[offset]);
+  }
+  return copy;
+}
+
 uint16_t* KvCache::Row(uint32_t layer, uint32_t pos, int kv) const {
   const Block& block = *blocks_[pos / kKvBlockTokens];
   const size_t slot = pos % kKvBlockTokens;
@@ -56,14 +67,7 @@ KvCache KvCache::Fork(uint32_t n) const {
   const uint32_t whole = n / kKvBlockTokens;
   fork.blocks_.assign(blocks_.begin(), blocks_.begin() + whole);
   if (const uint32_t rows = n % kKvBlockTokens; rows > 0) {
-    // Only the kept rows: the rest of this block may be written meanwhile
-    // by the cache's own owner.
-    fork.blocks_.push_back(fork.NewBlock());
-    const uint32_t first = whole * kKvBlockTokens;
-    for (uint32_t l = 0; l < n_layers_; ++l) {
-      std::copy_n(key(l, first), size_t{rows} * n_embd_kv_, fork.key(l, first));
-      std::copy_n(value(l, first), size_t{rows} * n_embd_kv_, fork.value(l, first));
-    }
+    fork.blocks_.push_back(CopyOfRows(*blocks_[whole], rows));
   }
   fork.tokens_.assign(tokens_.begin(), tokens_.begin() + n);
   return fork;
@@ -81,16 +85,7 @@ absl::Status KvCache::Reserve(uint32_t n_new) {
   // A shared block the new positions fall in becomes this cache's own copy
   // (its rows below `held`); later blocks are new.
   if (const size_t b = held / kKvBlockTokens; b < blocks_.size() && blocks_[b].use_count() > 1) {
-    std::shared_ptr<Block> own = NewBlock();
-    const uint32_t first = static_cast<uint32_t>(b) * kKvBlockTokens;
-    const size_t count = size_t{held - first} * n_embd_kv_;
-    for (uint32_t l = 0; l < n_layers_; ++l) {
-      for (int kv = 0; kv < 2; ++kv) {
-        const size_t offset = (size_t{l} * 2 + kv) * kKvBlockTokens * n_embd_kv_;
-        std::copy_n(&blocks_[b]->data[offset], count, &own->data[offset]);
-      }
-    }
-    blocks_[b] = std::move(own);
+    blocks_[b] = CopyOfRows(*blocks_[b], held % kKvBlockTokens);
   }
   const size_t blocks_needed = (needed + kKvBlockTokens - 1) / kKvBlockTokens;
   while (blocks_.size() < blocks_needed) blocks_.push_back(NewBlock());

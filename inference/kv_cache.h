@@ -117,6 +117,8 @@ class KvCache {
   struct Block;
   uint16_t* Row(uint32_t layer, uint32_t pos, int kv) const;
   std::shared_ptr<Block> NewBlock() const;
+  // A new block holding the first `rows` positions of `from`.
+  std::shared_ptr<Block> CopyOfRows(const Block& from, uint32_t rows) const;
 
   uint32_t n_layers_;
   uint32_t first_layer_;
