@@ -109,6 +109,7 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest request) const 
 absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
   if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   const std::string id = request.request_id;
+  const bool nothing_to_generate = request.limits.max_tokens() == 0;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the node is shutting down");
@@ -119,9 +120,15 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
     a.request = std::move(request);
     a.sink = std::move(sink);
     a.start = a.last_progress = std::chrono::steady_clock::now();
+    a.order = next_order_++;
+    if (!nothing_to_generate) BeginPromptLocked(a);
   }
-  if (!sender_.Post([this, id] { SendPrompt(id); })) {
-    Fail(id, absl::ResourceExhaustedError("too many requests are starting"));
+  if (nothing_to_generate) {
+    OriginEvent done;
+    done.finish = v1::FINISH_REASON_LENGTH;
+    if (!sender_.Post([this, id, done] { Finish(id, done); })) {
+      Fail(id, absl::UnavailableError("the node is shutting down"));
+    }
   }
   return absl::OkStatus();
 }
@@ -130,64 +137,114 @@ std::string OriginRegistry::StageRequestId(const std::string& request_id, uint32
   return absl::StrCat(request_id, "#", attempt);
 }
 
-void OriginRegistry::SendPrompt(const std::string& request_id) {
-  OriginRequest r;
-  uint32_t attempt = 0;
-  std::vector<int32_t> sequence;  // prompt + reply so far
-  uint32_t generated = 0;
-  bool others_running = false;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = active_.find(request_id);
-    if (it == active_.end()) return;
-    others_running = active_.size() > 1;
-    r = it->second.request;
-    attempt = it->second.attempt;
-    sequence = r.prompt;
-    sequence.insert(sequence.end(), it->second.reply.begin(), it->second.reply.end());
-    generated = static_cast<uint32_t>(it->second.reply.size());
-  }
-  if (r.limits.max_tokens() == 0) {
-    OriginEvent done;
-    done.finish = v1::FINISH_REASON_LENGTH;
-    Finish(request_id, done);
-    return;
-  }
+void OriginRegistry::BeginPromptLocked(Active& a) {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
-  const uint32_t max_tokens = others_running
+  const uint32_t max_tokens = active_.size() > 1
                                   ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
                                   : options_.max_chunk_tokens;
-  const size_t chunk = std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, max_tokens));
-  for (size_t start = r.reuse_len; start < sequence.size(); start += chunk) {
-    const size_t end = std::min(sequence.size(), start + chunk);
-    v1::StageStepRequest step;
-    step.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-    step.set_request_id(StageRequestId(r.request_id, attempt));
-    if (start == r.reuse_len && r.reuse_len > 0) {
-      step.set_reuse_len(r.reuse_len);
-      step.set_reuse_digest(TokenDigest(std::span<const int32_t>(sequence.data(), r.reuse_len)));
-      step.set_fork_from(r.fork_from);
+  a.chunk = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, max_tokens)));
+  a.prompt_end = static_cast<uint32_t>(a.request.prompt.size() + a.reply.size());
+  a.sent = a.request.reuse_len;
+  a.noted_positions = 0;
+  SchedulePumpLocked();
+}
+
+uint32_t OriginRegistry::InFlight(const Active& a) {
+  if (a.recovering || a.reply.size() > a.attempt_start) return 0;
+  return a.sent - std::max(a.noted_positions, a.request.reuse_len);
+}
+
+bool OriginRegistry::SendsPrompt(const Active& a) {
+  return !a.recovering && a.reply.size() == a.attempt_start && a.sent < a.prompt_end;
+}
+
+void OriginRegistry::SchedulePumpLocked() {
+  if (pump_posted_ || stopping_) return;
+  pump_posted_ = sender_.Post([this] { PumpPrompts(); });
+}
+
+void OriginRegistry::PumpPrompts() {
+  struct Send {
+    std::string id;
+    uint32_t attempt;
+    std::string to;
+    std::vector<v1::StageStepRequest> steps;
+  };
+  std::vector<Send> sends;
+  {
+    absl::MutexLock lock(&mu_);
+    pump_posted_ = false;
+    uint64_t in_flight = 0;
+    std::vector<std::pair<uint64_t, Active*>> waiting;  // order, request
+    for (auto& [id, a] : active_) {
+      in_flight += InFlight(a);
+      if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
-    step.set_session_id(r.session_id);
-    *step.mutable_plan() = r.plan;
-    step.set_stage_index(0);
-    step.set_origin(self_id_);
-    step.set_position(static_cast<uint32_t>(start));
-    step.mutable_tokens()->Add(sequence.begin() + start, sequence.begin() + end);
-    *step.mutable_sampling() = r.sampling;
-    *step.mutable_limits() = r.limits;
-    *step.mutable_logprobs() = r.logprobs;
-    step.set_constraint(r.constraint);
-    step.set_sample(end == sequence.size());
-    step.set_generated(generated);
-    step.set_wire_dtype(r.wire_dtype);
-    if (absl::Status s = transport_->StageStep(r.plan.stages(0).node_id(), step); !s.ok()) {
-      Recover(request_id, attempt,
-              absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0 (node ",
-                                                  r.plan.stages(0).node_id(), "): ", s.message())));
-      return;
+    std::sort(waiting.begin(), waiting.end());
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [order, a] : waiting) {
+      const uint64_t budget =
+          std::max<uint64_t>(options_.max_prompt_positions_in_flight,
+                             uint64_t{a->chunk} * (a->request.plan.stages_size() + 1));
+      Send send{a->request.request_id, a->attempt, a->request.plan.stages(0).node_id(), {}};
+      const bool was_idle = InFlight(*a) == 0;
+      while (a->sent < a->prompt_end) {
+        const uint32_t end = std::min(a->prompt_end, a->sent + a->chunk);
+        if (in_flight > 0 && in_flight + (end - a->sent) > budget) break;
+        send.steps.push_back(PromptStepLocked(*a, a->sent, end));
+        in_flight += end - a->sent;
+        a->sent = end;
+      }
+      // The no-progress clock runs while a request has work at the stages,
+      // not while it waits here for its turn.
+      if (was_idle && !send.steps.empty()) a->last_progress = now;
+      const bool blocked = a->sent < a->prompt_end;
+      if (!send.steps.empty()) sends.push_back(std::move(send));
+      if (blocked) break;  // first come, first served
     }
   }
+  for (const Send& send : sends) {
+    for (const v1::StageStepRequest& step : send.steps) {
+      if (absl::Status s = transport_->StageStep(send.to, step); !s.ok()) {
+        Recover(send.id, send.attempt,
+                absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0 (node ", send.to,
+                                                    "): ", s.message())));
+        break;
+      }
+    }
+  }
+}
+
+v1::StageStepRequest OriginRegistry::PromptStepLocked(const Active& a, uint32_t start,
+                                                      uint32_t end) const {
+  const OriginRequest& r = a.request;
+  auto token = [&](uint32_t i) {
+    return i < r.prompt.size() ? r.prompt[i] : a.reply[i - r.prompt.size()];
+  };
+  v1::StageStepRequest step;
+  step.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  step.set_request_id(StageRequestId(r.request_id, a.attempt));
+  if (start == r.reuse_len && r.reuse_len > 0) {
+    std::vector<int32_t> reused(r.reuse_len);
+    for (uint32_t i = 0; i < r.reuse_len; ++i) reused[i] = token(i);
+    step.set_reuse_len(r.reuse_len);
+    step.set_reuse_digest(TokenDigest(reused));
+    step.set_fork_from(r.fork_from);
+  }
+  step.set_session_id(r.session_id);
+  *step.mutable_plan() = r.plan;
+  step.set_stage_index(0);
+  step.set_origin(self_id_);
+  step.set_position(start);
+  for (uint32_t i = start; i < end; ++i) step.add_tokens(token(i));
+  *step.mutable_sampling() = r.sampling;
+  *step.mutable_limits() = r.limits;
+  *step.mutable_logprobs() = r.logprobs;
+  step.set_constraint(r.constraint);
+  step.set_sample(end == a.prompt_end);
+  step.set_generated(static_cast<uint32_t>(a.reply.size()));
+  step.set_wire_dtype(r.wire_dtype);
+  return step;
 }
 
 absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
@@ -221,17 +278,15 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
     }
     if (d.prompt_positions() > 0 && d.finish_reason() == v1::FINISH_REASON_UNSPECIFIED) {
       // A long prompt, going in: progress while each note goes further,
-      // within what this attempt sends.
-      if (a.noted_attempt != attempt) a.noted_positions = 0;
-      if (d.prompt_positions() <= a.noted_positions ||
-          d.prompt_positions() > a.request.prompt.size() + a.reply.size()) {
+      // within what this attempt has sent; it frees room for more chunks.
+      if (d.prompt_positions() <= a.noted_positions || d.prompt_positions() > a.sent) {
         return absl::InvalidArgumentError(absl::StrCat("request ", id, ": a progress note of ",
                                                        d.prompt_positions(),
                                                        " positions is out of order or range"));
       }
-      a.noted_attempt = attempt;
       a.noted_positions = d.prompt_positions();
       a.last_progress = std::chrono::steady_clock::now();
+      SchedulePumpLocked();
       return false;
     }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
@@ -249,6 +304,7 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
       return false;
     } else {
       a.last_progress = std::chrono::steady_clock::now();
+      if (a.reply.size() == a.attempt_start) SchedulePumpLocked();  // its prompt is in
       if (a.reply.empty()) {
         a.first_token = a.last_progress;
         a.cached_tokens = a.request.reuse_len;
@@ -304,8 +360,8 @@ void OriginRegistry::RetryWithoutReuse(const std::string& request_id, uint32_t f
     a.request.reuse_len = 0;
     a.request.fork_from.clear();
     a.last_progress = std::chrono::steady_clock::now();
+    BeginPromptLocked(a);
   }
-  SendPrompt(request_id);
 }
 
 void OriginRegistry::Recover(const std::string& request_id, uint32_t attempt,
@@ -328,6 +384,7 @@ void OriginRegistry::Recover(const std::string& request_id, uint32_t attempt,
       ++a.attempt;  // what the failed attempt still sends is ignored
       a.failed_at = std::chrono::steady_clock::now();
       plan = a.request.plan;
+      SchedulePumpLocked();  // what it had in flight no longer counts
     }
   }
   if (recoveries >= options_.max_recoveries) {
@@ -390,10 +447,10 @@ void OriginRegistry::Replan(const std::string& request_id, uint32_t attempt, v1:
     a.recovering = false;
     a.last_progress = std::chrono::steady_clock::now();
     positions = a.request.prompt.size() + a.reply.size();
+    BeginPromptLocked(a);
   }
   spdlog::info("request {}: replaying {} positions on plan {}", request_id, positions,
                DescribePlan(*plan));
-  SendPrompt(request_id);
 }
 
 void OriginRegistry::ResumedLocked(Active& a) {
@@ -420,6 +477,7 @@ bool OriginRegistry::Finish(const std::string& request_id, const OriginEvent& la
     if (it == active_.end()) return true;
     a = std::move(it->second);
     active_.erase(it);
+    SchedulePumpLocked();
   }
   LogRequest(a, last);  // first, so metrics already count it when the client hears the end
   {
@@ -526,7 +584,8 @@ void OriginRegistry::WatchdogLoop() {
       absl::MutexLock lock(&mu_);
       for (const auto& [id, a] : active_) {
         if (a.recovering) continue;
-        if (now - a.last_progress > options_.no_progress_timeout) {
+        const bool waits_here = SendsPrompt(a) && InFlight(a) == 0;  // for its turn to send
+        if (!waits_here && now - a.last_progress > options_.no_progress_timeout) {
           stalled.emplace_back(id, a.attempt);
         }
         for (const v1::PlanStage& s : a.request.plan.stages()) stages[s.node_id()] = s;

@@ -53,6 +53,14 @@ struct OriginOptions {
   // small instead, so that their decode steps, batched with each chunk at
   // every stage, wait for a short chunk rather than a long one.
   uint32_t busy_chunk_tokens = 16;
+  // Prompt positions this origin has sent to stage 0 and no last stage has
+  // noted yet, over all its requests: bounds the steps its prompts queue at
+  // every stage, and so what a decode step waits behind. Requests take it
+  // first come, first served; one request may always keep its chunk times
+  // its stage count (plus one) in flight, so a lone prompt fills the ring.
+  // More than the stages' note interval (128) plus a chunk, or prompts wait
+  // for notes that never come.
+  uint32_t max_prompt_positions_in_flight = 1024;
   // Recoveries per request at most; the next failure ends it with an error.
   uint32_t max_recoveries = 3;
   // How long a recovery waits for the nodes to agree on a new plan.
@@ -123,8 +131,9 @@ struct OriginRequest {
   bool keep_session = false;  // false: every stage drops the session at the end
 };
 
-// Starts requests by sending their prompt to stage 0 in chunks, and matches
-// the tokens that come back to them.
+// Starts requests by sending their prompt to stage 0 in chunks, no further
+// ahead of what their last stages noted than max_prompt_positions_in_flight
+// allows, and matches the tokens that come back to them.
 //
 // Recovery (docs/recovery.md): the origin keeps each request's reply so far.
 // When a stage reports a failure, stops answering health calls, or nothing
@@ -183,11 +192,16 @@ class OriginRegistry {
     std::chrono::steady_clock::time_point start;
     std::chrono::steady_clock::time_point first_token;
     std::chrono::steady_clock::time_point last_progress;
-    // The furthest prompt position the last stage noted, and in which
-    // attempt: a note must go further, so notes cannot hold a request off
-    // the watchdog for ever.
+    // The furthest prompt position the last stage noted in this attempt: a
+    // note must go further, so notes cannot hold a request off the watchdog
+    // for ever.
     uint32_t noted_positions = 0;
-    uint32_t noted_attempt = 0;
+    // This attempt's prompt, going in: it sends positions [reuse_len,
+    // prompt_end) in chunks of `chunk`, and has sent them up to `sent`.
+    uint32_t prompt_end = 0;
+    uint32_t sent = 0;
+    uint32_t chunk = 0;
+    uint64_t order = 0;  // requests send their prompts in this order
   };
   // One line per request at its end: id, tokens in/out, cached, TTFT,
   // decode speed, plan.
@@ -196,8 +210,20 @@ class OriginRegistry {
   // can never be taken for the retry's.
   static std::string StageRequestId(const std::string& request_id, uint32_t attempt);
 
-  // Sends prompt + reply from the reuse point to stage 0, in chunks.
-  void SendPrompt(const std::string& request_id);
+  // A new attempt sends prompt + reply from the reuse point to stage 0.
+  void BeginPromptLocked(Active& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Positions `a` has sent and its last stage has not noted (0 once its
+  // first token is back), and whether it has more to send.
+  static uint32_t InFlight(const Active& a);
+  static bool SendsPrompt(const Active& a);
+  // Asks the sender thread to run PumpPrompts (once, however often asked).
+  void SchedulePumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On the sender thread, the only one that sends prompt steps (so each
+  // request's steps leave in order): sends the chunks that fit within
+  // max_prompt_positions_in_flight, oldest request first.
+  void PumpPrompts();
+  v1::StageStepRequest PromptStepLocked(const Active& a, uint32_t start, uint32_t end) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // `attempt` failed: recover the request, or fail it when `status` says
   // the request itself is bad or it has used its recoveries.
   void Recover(const std::string& request_id, uint32_t attempt, const absl::Status& status);
@@ -226,6 +252,8 @@ class OriginRegistry {
   mutable absl::Mutex mu_;
   std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool pump_posted_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_order_ ABSL_GUARDED_BY(mu_) = 0;
   // Serializes sink calls so events of one request never interleave.
   absl::Mutex sink_mu_;
   LogRateLimiter warnings_{std::chrono::seconds(10)};  // what members send

@@ -353,6 +353,77 @@ TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
   EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2, 1}));
 }
 
+// Prompts go in no further ahead of their last stage's notes than the
+// in-flight bound allows, oldest request first; a note or a first token
+// frees room, and a request waiting for its turn is no stall.
+TEST_F(OriginRecoveryTest, PromptsWaitTheirTurnWithinTheInFlightBound) {
+  OriginOptions options;
+  options.max_chunk_tokens = 4;
+  options.busy_chunk_tokens = 4;
+  options.max_prompt_positions_in_flight = 16;  // = 4 chunks (3 stages + 1)
+  options.no_progress_timeout = 2s;
+  Start(options);
+  auto start = [&](const std::string& id, uint32_t n) {
+    OriginRequest r;
+    r.request_id = id;
+    r.session_id = id;
+    r.plan = PlanOf({"o", "b", "c"}, 1);
+    for (uint32_t i = 0; i < n; ++i) r.prompt.push_back(static_cast<int32_t>(100 + i));
+    r.limits.set_max_tokens(5);
+    ASSERT_TRUE(origin_
+                    ->Start(std::move(r),
+                            [this](const OriginEvent& e) {
+                              absl::MutexLock lock(&mu_);
+                              events_.push_back(e);
+                            })
+                    .ok());
+  };
+  auto note = [&](const std::string& id, uint32_t positions) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(id + "#0");
+    d.set_prompt_positions(positions);
+    return origin_->Deliver(d, "c");
+  };
+  // Steps [from, to] (1-based) as "request@position" ("!" when it samples).
+  auto sent = [&](size_t from, size_t to) {
+    std::vector<std::string> out;
+    for (size_t n = from; n <= to; ++n) {
+      const v1::StageStepRequest step = transport_.WaitStep(n).second;
+      out.push_back(
+          absl::StrCat(step.request_id(), "@", step.position(), step.sample() ? "!" : ""));
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  start("a", 40);
+  start("b", 12);
+  EXPECT_EQ(sent(1, 4), (V{"a#0@0", "a#0@4", "a#0@8", "a#0@12"}));
+  // a goes on as its notes free room; b, behind it, waits past the
+  // no-progress timeout without being taken for a stall.
+  std::this_thread::sleep_for(900ms);
+  ASSERT_TRUE(note("a", 4).ok());
+  EXPECT_EQ(sent(5, 5), (V{"a#0@16"}));
+  std::this_thread::sleep_for(900ms);
+  ASSERT_TRUE(note("a", 8).ok());
+  EXPECT_EQ(sent(6, 6), (V{"a#0@20"}));
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(transport_.steps(), 6u);
+  EXPECT_TRUE(Events().empty()) << "b was recovered (and failed: no plan) while it waited";
+  EXPECT_EQ(note("a", 30).status().code(), absl::StatusCode::kInvalidArgument)
+      << "a note past what was sent";
+  ASSERT_TRUE(note("a", 24).ok());
+  EXPECT_EQ(sent(7, 10), (V{"a#0@24", "a#0@28", "a#0@32", "a#0@36!"}));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(transport_.steps(), 10u) << "b waits while a's last chunks are in flight";
+
+  v1::DeliverTokenRequest first;
+  first.set_request_id("a#0");
+  first.set_token(7);
+  ASSERT_TRUE(origin_->Deliver(first, "c").ok());
+  EXPECT_EQ(sent(11, 13), (V{"b#0@0", "b#0@4", "b#0@8!"}));
+  EXPECT_EQ(transport_.steps(), 13u) << "no recovery replayed anything";
+}
+
 TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {
   auto prepare = [&](std::vector<int32_t> prompt, auto&& edit) {
     NewRequest n;

@@ -1,0 +1,78 @@
+// Many long prompts at once on a real 3-node cluster: the origin keeps their
+// chunks in flight within its bound, so no stage's queue overflows however
+// many prompts wait, and every reply is the one the prompt gets alone.
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/chat_client.h"
+#include "tests/loopback_cluster.h"
+
+namespace ringlm {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::LoopbackCluster;
+
+constexpr int kMaxTokens = 8;
+
+// Story words, varied by `seed`.
+std::string Text(int words, int seed) {
+  static const char* kWords[] = {"the",  "little", "cat", "saw",  "a",     "big",
+                                 "tree", "and",    "she", "was",  "happy", "to",
+                                 "play", "with",   "her", "ball", "in",    "park"};
+  std::string out;
+  uint32_t x = 2246822519u * static_cast<uint32_t>(seed + 1);
+  for (int i = 0; i < words; ++i) {
+    x = x * 1664525u + 1013904223u;
+    absl::StrAppend(&out, i == 0 ? "" : " ", kWords[(x >> 16) % std::size(kWords)]);
+    if (i % 11 == 10) out += ".";
+  }
+  return out + ".";
+}
+
+// 40 prompts of about 600 tokens start at once. Beside each other they go in
+// 16-token chunks: 1,500 steps, more than a stage queues (1,024). Each
+// stage sees only what the origin's in-flight bound lets through, and every
+// reply equals the same prompt's reply on its own.
+TEST(PromptFlowClusterTest, ManyLongPromptsAtOnceAllGetTheirSoloReplies) {
+  LoopbackCluster::Options o;
+  o.api = true;
+  o.extra_args = {"--ctx-size", "1024"};
+  o.head_extra_args = {"--no-prefix-cache"};
+  LoopbackCluster cluster(o);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  constexpr int kChats = 40;
+  std::vector<json> chats;
+  for (int c = 0; c < kChats; ++c) {
+    chats.push_back(json::array({{{"role", "user"}, {"content", Text(380, c)}}}));
+  }
+  std::vector<testing::ChatReply> together(kChats);
+  {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kChats; ++c) {
+      clients.emplace_back(
+          [&, c] { together[c] = testing::Chat(cluster.api_port(), chats[c], kMaxTokens); });
+    }
+    for (std::thread& t : clients) t.join();
+  }
+  int positions = 0;
+  for (int c = 0; c < kChats; ++c) {
+    SCOPED_TRACE(absl::StrCat("chat ", c));
+    ASSERT_EQ(together[c].status, 200) << together[c].content << cluster.Logs();
+    positions += together[c].prompt_tokens;
+    const testing::ChatReply alone = testing::Chat(cluster.api_port(), chats[c], kMaxTokens);
+    ASSERT_EQ(alone.status, 200) << alone.content;
+    EXPECT_EQ(together[c].content, alone.content);
+  }
+  std::printf("%d chats, %d prompt positions at once\n", kChats, positions);
+  EXPECT_GT(positions / 16, 1024) << "the prompts no longer overflow an unbounded sender";
+}
+
+}  // namespace
+}  // namespace ringlm
