@@ -110,6 +110,7 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
   if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   const std::string id = request.request_id;
   const bool nothing_to_generate = request.limits.max_tokens() == 0;
+  bool unscheduled = false;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the node is shutting down");
@@ -122,8 +123,11 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
     a.start = a.last_progress = std::chrono::steady_clock::now();
     a.order = next_order_++;
     if (!nothing_to_generate) BeginPromptLocked(a);
+    unscheduled = !nothing_to_generate && !pump_posted_;  // the sender's queue is full
   }
-  if (nothing_to_generate) {
+  if (unscheduled) {
+    Fail(id, absl::ResourceExhaustedError("too many requests are starting"));
+  } else if (nothing_to_generate) {
     OriginEvent done;
     done.finish = v1::FINISH_REASON_LENGTH;
     if (!sender_.Post([this, id, done] { Finish(id, done); })) {
@@ -164,13 +168,13 @@ void OriginRegistry::SchedulePumpLocked() {
 }
 
 void OriginRegistry::PumpPrompts() {
-  struct Send {
+  struct Outgoing {
     std::string id;
     uint32_t attempt;
     std::string to;
-    std::vector<v1::StageStepRequest> steps;
+    v1::StageStepRequest step;
   };
-  std::vector<Send> sends;
+  std::vector<Outgoing> out;
   {
     absl::MutexLock lock(&mu_);
     pump_posted_ = false;
@@ -181,36 +185,34 @@ void OriginRegistry::PumpPrompts() {
       if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
     std::sort(waiting.begin(), waiting.end());
-    const auto now = std::chrono::steady_clock::now();
-    for (const auto& [order, a] : waiting) {
-      const uint64_t budget =
-          std::max<uint64_t>(options_.max_prompt_positions_in_flight,
-                             uint64_t{a->chunk} * (a->request.plan.stages_size() + 1));
-      Send send{a->request.request_id, a->attempt, a->request.plan.stages(0).node_id(), {}};
-      const bool was_idle = InFlight(*a) == 0;
-      while (a->sent < a->prompt_end) {
+    // One chunk per request and round, oldest first, so that every stage
+    // finds many sessions' chunks to batch. A request with nothing in
+    // flight may always send one.
+    for (bool sent_any = true; sent_any;) {
+      sent_any = false;
+      for (const auto& [order, a] : waiting) {
+        if (a->sent >= a->prompt_end) continue;
         const uint32_t end = std::min(a->prompt_end, a->sent + a->chunk);
-        if (in_flight > 0 && in_flight + (end - a->sent) > budget) break;
-        send.steps.push_back(PromptStepLocked(*a, a->sent, end));
+        const uint64_t budget =
+            std::max<uint64_t>(options_.max_prompt_positions_in_flight,
+                               uint64_t{a->chunk} * (a->request.plan.stages_size() + 1));
+        if (InFlight(*a) > 0 && in_flight + (end - a->sent) > budget) continue;
+        out.push_back({a->request.request_id, a->attempt, a->request.plan.stages(0).node_id(),
+                       PromptStepLocked(*a, a->sent, end)});
         in_flight += end - a->sent;
         a->sent = end;
+        sent_any = true;
       }
-      // The no-progress clock runs while a request has work at the stages,
-      // not while it waits here for its turn.
-      if (was_idle && !send.steps.empty()) a->last_progress = now;
-      const bool blocked = a->sent < a->prompt_end;
-      if (!send.steps.empty()) sends.push_back(std::move(send));
-      if (blocked) break;  // first come, first served
     }
   }
-  for (const Send& send : sends) {
-    for (const v1::StageStepRequest& step : send.steps) {
-      if (absl::Status s = transport_->StageStep(send.to, step); !s.ok()) {
-        Recover(send.id, send.attempt,
-                absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0 (node ", send.to,
-                                                    "): ", s.message())));
-        break;
-      }
+  std::set<std::string> failed;
+  for (const Outgoing& o : out) {
+    if (failed.count(o.id) > 0) continue;
+    if (absl::Status s = transport_->StageStep(o.to, o.step); !s.ok()) {
+      failed.insert(o.id);
+      Recover(o.id, o.attempt,
+              absl::Status(s.code(), absl::StrCat("sending the prompt to stage 0 (node ", o.to,
+                                                  "): ", s.message())));
     }
   }
 }
@@ -584,8 +586,7 @@ void OriginRegistry::WatchdogLoop() {
       absl::MutexLock lock(&mu_);
       for (const auto& [id, a] : active_) {
         if (a.recovering) continue;
-        const bool waits_here = SendsPrompt(a) && InFlight(a) == 0;  // for its turn to send
-        if (!waits_here && now - a.last_progress > options_.no_progress_timeout) {
+        if (now - a.last_progress > options_.no_progress_timeout) {
           stalled.emplace_back(id, a.attempt);
         }
         for (const v1::PlanStage& s : a.request.plan.stages()) stages[s.node_id()] = s;

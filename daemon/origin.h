@@ -54,12 +54,13 @@ struct OriginOptions {
   // every stage, wait for a short chunk rather than a long one.
   uint32_t busy_chunk_tokens = 16;
   // Prompt positions this origin has sent to stage 0 and no last stage has
-  // noted yet, over all its requests: bounds the steps its prompts queue at
-  // every stage, and so what a decode step waits behind. Requests take it
-  // first come, first served; one request may always keep its chunk times
-  // its stage count (plus one) in flight, so a lone prompt fills the ring.
-  // More than the stages' note interval (128) plus a chunk, or prompts wait
-  // for notes that never come.
+  // noted yet (each notes every chunk it finishes), over all its requests:
+  // bounds the steps its prompts queue at every stage, and so what a decode
+  // step waits behind. Requests take turns, a chunk each, oldest first, so
+  // that the stages find many sessions' chunks to batch. A request with
+  // nothing in flight may always send a chunk, and one may always keep its
+  // chunk times its stage count (plus one) in flight, so a lone prompt
+  // fills the ring.
   uint32_t max_prompt_positions_in_flight = 1024;
   // Recoveries per request at most; the next failure ends it with an error.
   uint32_t max_recoveries = 3;
@@ -220,7 +221,7 @@ class OriginRegistry {
   void SchedulePumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the sender thread, the only one that sends prompt steps (so each
   // request's steps leave in order): sends the chunks that fit within
-  // max_prompt_positions_in_flight, oldest request first.
+  // max_prompt_positions_in_flight, a chunk per request and turn.
   void PumpPrompts();
   v1::StageStepRequest PromptStepLocked(const Active& a, uint32_t start, uint32_t end) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);

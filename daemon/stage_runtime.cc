@@ -396,8 +396,6 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
 
 void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
   const uint32_t end = request.position() + static_cast<uint32_t>(request.tokens_size());
-  const uint32_t every = std::max<uint32_t>(1, options_.progress_positions);
-  if (end / every == request.position() / every) return;
   v1::DeliverTokenRequest note;
   note.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   note.set_request_id(request.request_id());

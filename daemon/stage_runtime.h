@@ -51,10 +51,6 @@ struct StageOptions {
   BatchLimits batch;
   // Samplers (one per request this node samples) kept at most.
   size_t max_samplers = 4096;
-  // As the last stage, notes a prompt's progress to its origin each time it
-  // passes a multiple of this many positions (DeliverTokenRequest
-  // .prompt_positions).
-  uint32_t progress_positions = 128;
 };
 
 // True when `node_id` is this node or a peer whose identity was proven.
@@ -155,9 +151,9 @@ class StageRuntime {
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       std::span<const int32_t> history);
   // On the last stage, after a prompt chunk that samples nothing: tells the
-  // origin how far the prompt has got, each time it passes a multiple of
-  // options_.progress_positions, so the origin's no-progress watchdog does not
-  // take a long prefill behind other requests for a stall.
+  // origin how far the prompt has got (DeliverTokenRequest.prompt_positions).
+  // That frees room for the origin's next chunks, and its no-progress
+  // watchdog does not take a long prefill behind other requests for a stall.
   void ReportPromptProgress(const v1::StageStepRequest& request);
   // Which step of which request, for reports sent after the step is gone.
   struct StepRef {

@@ -257,12 +257,9 @@ TEST_F(StageRuntimeTest, ANewRangeKeepsTheSessionsOfThePreviousOne) {
 // one prefill of prompt plus reply so far, with `generated` set. The last
 // stage has no sampler for it and must rebuild it from the session, so the
 // seeded draw, the penalties and the grammar continue exactly.
-// A prompt in chunks: the last stage notes each multiple of
-// progress_positions the prompt passes, then delivers the first token.
+// A prompt in chunks: the last stage notes the end of each chunk that
+// samples nothing, then delivers the first token.
 TEST_F(StageRuntimeTest, TheLastStageNotesAPromptsProgressToItsOrigin) {
-  StageOptions options;
-  options.progress_positions = 32;
-  Start(options);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 90; ++i) prompt.push_back(prompt_[i % prompt_.size()]);
   for (uint32_t start : {0u, 20u, 40u, 70u}) {
@@ -273,12 +270,13 @@ TEST_F(StageRuntimeTest, TheLastStageNotesAPromptsProgressToItsOrigin) {
     step.set_sample(end == 90);
     ASSERT_TRUE(runtime_->Enqueue(step, Node("o")).ok());
   }
-  // 0-20 passes nothing, 20-40 passes 32, 40-70 passes 64, 70-90 samples.
+  // 0-20, 20-40 and 40-70 are noted; 70-90 samples.
   const v1::DeliverTokenRequest first = transport_.WaitDelivery(1);
-  EXPECT_EQ(first.prompt_positions(), 40u) << first.error();
+  EXPECT_EQ(first.prompt_positions(), 20u) << first.error();
   EXPECT_EQ(first.finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
-  EXPECT_EQ(transport_.WaitDelivery(2).prompt_positions(), 70u);
-  const v1::DeliverTokenRequest token = transport_.WaitDelivery(3);
+  EXPECT_EQ(transport_.WaitDelivery(2).prompt_positions(), 40u);
+  EXPECT_EQ(transport_.WaitDelivery(3).prompt_positions(), 70u);
+  const v1::DeliverTokenRequest token = transport_.WaitDelivery(4);
   EXPECT_EQ(token.prompt_positions(), 0u);
   EXPECT_EQ(token.index(), 0u);
   EXPECT_NE(token.finish_reason(), v1::FINISH_REASON_ERROR) << token.error();
