@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace ringlm::testing {
 
 using nlohmann::json;
@@ -25,6 +27,20 @@ ChatReply Chat(uint16_t port, const json& messages, int max_tokens, const json& 
   r.prompt_tokens = out["usage"]["prompt_tokens"];
   r.completion_tokens = out["usage"]["completion_tokens"];
   return r;
+}
+
+std::string StoryText(int words, int seed) {
+  static const char* kWords[] = {"the", "little", "cat",   "saw", "a",    "big",  "tree", "and",
+                                 "she", "was",    "happy", "to",  "play", "with", "her",  "ball",
+                                 "in",  "park",   "one",   "day", "Lily", "went", "sun",  "dog"};
+  std::string out;
+  uint32_t x = 2654435761u * static_cast<uint32_t>(seed + 1);
+  for (int i = 0; i < words; ++i) {
+    x = x * 1664525u + 1013904223u;
+    absl::StrAppend(&out, i == 0 ? "" : " ", kWords[(x >> 16) % std::size(kWords)]);
+    if (i % 9 == 8) out += ".";
+  }
+  return out + ".";
 }
 
 }  // namespace ringlm::testing

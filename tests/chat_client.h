@@ -26,6 +26,10 @@ struct ChatReply {
 ChatReply Chat(uint16_t port, const nlohmann::json& messages, int max_tokens,
                const nlohmann::json& sampling = {{"temperature", 0}});
 
+// `words` words of story sentences; a different `seed` gives a different
+// text.
+std::string StoryText(int words, int seed);
+
 }  // namespace ringlm::testing
 
 #endif  // RINGLM_TESTS_CHAT_CLIENT_H_

@@ -40,21 +40,6 @@ LoopbackCluster::Options Options(std::vector<std::string> all_args,
   return o;
 }
 
-// Story sentences, varied so that `words` words make a text of its own.
-std::string Text(int words, int seed) {
-  static const char* kWords[] = {"the", "little", "cat",   "saw", "a",    "big",  "tree", "and",
-                                 "she", "was",    "happy", "to",  "play", "with", "her",  "ball",
-                                 "in",  "park",   "one",   "day", "Lily", "went", "sun",  "dog"};
-  std::string out;
-  uint32_t x = 2654435761u * static_cast<uint32_t>(seed + 1);
-  for (int i = 0; i < words; ++i) {
-    x = x * 1664525u + 1013904223u;
-    absl::StrAppend(&out, i == 0 ? "" : " ", kWords[(x >> 16) % std::size(kWords)]);
-    if (i % 9 == 8) out += ".";
-  }
-  return out + ".";
-}
-
 double Sample(const LoopbackCluster& cluster, size_t node, const std::string& name,
               const MetricLabels& labels = {}) {
   return FindSample(cluster.Metrics(node), name, labels).value_or(-1);
@@ -67,12 +52,12 @@ double Sample(const LoopbackCluster& cluster, size_t node, const std::string& na
 TEST(KvSharingClusterTest, ConversationsSharingASystemPromptHoldItOnceOnEveryStage) {
   LoopbackCluster cluster(Options({}));
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
-  const json system = {{"role", "system"}, {"content", Text(210, 0)}};
+  const json system = {{"role", "system"}, {"content", testing::StoryText(210, 0)}};
   int longest = 0;
   for (int c = 0; c < 16; ++c) {
     SCOPED_TRACE(absl::StrCat("conversation ", c));
-    const json messages =
-        json::array({system, {{"role", "user"}, {"content", Text(6 + c % 5, 100 + c)}}});
+    const json messages = json::array(
+        {system, {{"role", "user"}, {"content", testing::StoryText(6 + c % 5, 100 + c)}}});
     Reply r = Chat(cluster.api_port(), messages);
     ASSERT_EQ(r.status, 200) << r.content << cluster.Logs();
     std::printf("conversation %d: %d prompt tokens, %d cached\n", c, r.prompt_tokens, r.cached);
@@ -115,13 +100,15 @@ TEST(KvSharingClusterTest, ABudgetTooSmallCostsHitsNeverTokens) {
   constexpr int kConversations = 10;
   std::vector<json> chats;
   for (int c = 0; c < kConversations; ++c) {
-    chats.push_back(json::array({{{"role", "system"}, {"content", Text(220, 200 + c)}}}));
+    chats.push_back(
+        json::array({{{"role", "system"}, {"content", testing::StoryText(220, 200 + c)}}}));
   }
   int hits = 0;
   for (int turn = 0; turn < 3; ++turn) {
     for (int c = 0; c < kConversations; ++c) {
       SCOPED_TRACE(absl::StrCat("conversation ", c, ", turn ", turn + 1));
-      chats[c].push_back({{"role", "user"}, {"content", Text(8, 300 + 10 * c + turn)}});
+      chats[c].push_back(
+          {{"role", "user"}, {"content", testing::StoryText(8, 300 + 10 * c + turn)}});
       Reply a = Chat(small.api_port(), chats[c]);
       Reply b = Chat(off.api_port(), chats[c]);
       ASSERT_EQ(a.status, 200) << a.content << small.Logs();

@@ -21,21 +21,6 @@ using testing::LoopbackCluster;
 
 constexpr int kMaxTokens = 8;
 
-// Story words, varied by `seed`.
-std::string Text(int words, int seed) {
-  static const char* kWords[] = {"the",  "little", "cat", "saw",  "a",     "big",
-                                 "tree", "and",    "she", "was",  "happy", "to",
-                                 "play", "with",   "her", "ball", "in",    "park"};
-  std::string out;
-  uint32_t x = 2246822519u * static_cast<uint32_t>(seed + 1);
-  for (int i = 0; i < words; ++i) {
-    x = x * 1664525u + 1013904223u;
-    absl::StrAppend(&out, i == 0 ? "" : " ", kWords[(x >> 16) % std::size(kWords)]);
-    if (i % 11 == 10) out += ".";
-  }
-  return out + ".";
-}
-
 // 40 prompts of about 600 tokens start at once. Beside each other they go in
 // 16-token chunks: 1,500 steps, more than a stage queues (1,024). Each
 // stage sees only what the origin's in-flight bound lets through, and every
@@ -50,7 +35,7 @@ TEST(PromptFlowClusterTest, ManyLongPromptsAtOnceAllGetTheirSoloReplies) {
   constexpr int kChats = 40;
   std::vector<json> chats;
   for (int c = 0; c < kChats; ++c) {
-    chats.push_back(json::array({{{"role", "user"}, {"content", Text(380, c)}}}));
+    chats.push_back(json::array({{{"role", "user"}, {"content", testing::StoryText(380, c)}}}));
   }
   std::vector<testing::ChatReply> together(kChats);
   {
