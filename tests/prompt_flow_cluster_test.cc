@@ -56,7 +56,8 @@ TEST(PromptFlowClusterTest, ManyLongPromptsAtOnceAllGetTheirSoloReplies) {
     EXPECT_EQ(together[c].content, alone.content);
   }
   std::printf("%d chats, %d prompt positions at once\n", kChats, positions);
-  EXPECT_GT(positions / 16, 1024) << "the prompts no longer overflow an unbounded sender";
+  EXPECT_GT(positions / 16, 1024)
+      << "too few prompt steps to have overflowed a stage queue without the bound";
 }
 
 }  // namespace
