@@ -109,6 +109,14 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   probe.measure_gflops = o.measure_gflops;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe));
   node->pool_ = std::make_unique<ThreadPool>(threads);
+  if (o.compute_turns == NodeOptions::ComputeTurns::kOn ||
+      (o.compute_turns == NodeOptions::ComputeTurns::kAuto && threads >= DefaultThreadCount())) {
+    std::string path = o.compute_lock_file;
+    if (path.empty()) {
+      RINGLM_ASSIGN_OR_RETURN(path, ComputeLock::DefaultPath());
+    }
+    RINGLM_ASSIGN_OR_RETURN(node->compute_lock_, ComputeLock::Open(path));
+  }
   // The largest message a well-formed step can be, and no larger: a flood
   // of huge messages is refused by gRPC before it is buffered.
   StepLimits step_limits;
@@ -182,6 +190,8 @@ absl::Status Node::Start() {
   stage_options.batch_steps = metrics_->batch_steps;
   stage_options.batch_tokens = metrics_->batch_tokens;
   stage_options.queue_wait_seconds = metrics_->queue_wait_seconds;
+  stage_options.turn_wait_seconds = metrics_->turn_wait_seconds;
+  stage_options.compute_lock = compute_lock_.get();
   stage_options.max_step_tokens = o.origin.max_chunk_tokens;
   transport_ = std::make_unique<MemberTransport>(
       node_id_, client_.get(), [this](const std::string& id) { return cluster_->AddressOf(id); });

@@ -67,7 +67,12 @@ struct NodeOptions {
   ClusterOptions cluster;
   std::optional<uint64_t> memory_bytes;  // --memory-mb: overrides MemAvailable
   int threads = 0;                       // 0 = physical cores
-  uint32_t context_size = 0;             // 0 = the model's
+  // Whether this daemon takes turns at the cores with the other daemons of
+  // its machine (ComputeLock): kAuto = when `threads` spans every core.
+  enum class ComputeTurns { kAuto, kOn, kOff };
+  ComputeTurns compute_turns = ComputeTurns::kAuto;
+  std::string compute_lock_file;  // empty = ComputeLock::DefaultPath()
+  uint32_t context_size = 0;      // 0 = the model's
   SessionStoreOptions sessions;
   std::string state_dir;  // holds node_id; empty = the XDG default
   RpcOptions rpc;
@@ -164,6 +169,7 @@ class Node {
   absl::Mutex range_mu_;
   uint64_t latest_epoch_ ABSL_GUARDED_BY(range_mu_) = 0;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ComputeLock> compute_lock_;  // null: no turns
   std::unique_ptr<PeerClient> client_;
   std::unique_ptr<DiscoveryService> discovery_;
   std::unique_ptr<MemberTransport> transport_;

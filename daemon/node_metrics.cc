@@ -75,6 +75,12 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
       r.AddHistogram("ringlm_stage_queue_wait_seconds",
                      "How long a step waited in the stage's queue before its batch ran.",
                      ExponentialBuckets(0.0001, 2, 18)));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->turn_wait_seconds,
+      r.AddHistogram("ringlm_stage_turn_wait_seconds",
+                     "How long the stage waited for its turn at the cores it shares with the "
+                     "other daemons of its machine (--compute-turns).",
+                     ExponentialBuckets(0.0001, 2, 18)));
   RINGLM_ASSIGN_OR_RETURN(m->fetch.bytes,
                           r.AddCounter("ringlm_model_fetch_bytes_total",
                                        "Verified tensor bytes fetched from members."));

@@ -45,6 +45,8 @@ struct NodeMetrics {
   Histogram* batch_tokens = nullptr;
   // How long steps wait in the stage's queue before their batch runs.
   Histogram* queue_wait_seconds = nullptr;
+  // How long the stage waited for its turn at the machine's cores.
+  Histogram* turn_wait_seconds = nullptr;
   // Model distribution: what this node fetched, and what it served.
   LayerFetcherMetrics fetch;
   ModelShareMetrics share;

@@ -57,8 +57,17 @@ void AddFlags(ArgParser& p) {
               "broadcast");
   p.AddOption("memory-mb", "N", "memory this node offers, instead of MemAvailable");
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
+  p.AddOption("compute-turns", "auto|on|off",
+              "take turns at the cores with the other daemons of this machine, so that their "
+              "stages run few large batches instead of fighting for the cores; auto = when "
+              "--threads spans every core",
+              "auto");
+  p.AddOption("compute-lock-file", "PATH",
+              "the file those daemons lock (default: $XDG_RUNTIME_DIR/ringlm/compute.lock, "
+              "else /tmp/ringlm-UID/compute.lock)");
   p.AddOption("ctx-size", "N", "context size in tokens (default: the model's)");
-  p.AddOption("kv-cache-mb", "N", "KV cache budget per stage, in MiB of blocks (a shared block counted once)", "1024");
+  p.AddOption("kv-cache-mb", "N",
+              "KV cache budget per stage, in MiB of blocks (a shared block counted once)", "1024");
   p.AddOption("max-sessions", "N", "sessions kept at most", "256");
   p.AddOption("state-dir", "DIR", "where the node id is kept (default: $XDG_STATE_HOME/ringlm)");
   p.AddOption("rpc-timeout-ms", "MS", "deadline of node-to-node control calls", "3000");
@@ -272,6 +281,15 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     if (!t.ok()) return t.status();
     o.threads = static_cast<int>(*t);
   }
+  if (const std::string turns = p.GetString("compute-turns"); turns == "on") {
+    o.compute_turns = NodeOptions::ComputeTurns::kOn;
+  } else if (turns == "off") {
+    o.compute_turns = NodeOptions::ComputeTurns::kOff;
+  } else if (turns != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compute-turns must be auto, on or off, not \"", turns, "\""));
+  }
+  o.compute_lock_file = p.GetString("compute-lock-file");
   if (p.Has("ctx-size")) {
     auto c = p.GetInt("ctx-size", 1, 1 << 20);
     if (!c.ok()) return c.status();

@@ -253,7 +253,7 @@ void StageRuntime::SendStep(const std::string& to, v1::StageStepRequest step, St
   // To itself: straight into its own queue, which never blocks.
   if (to == self_id_) return send();
   const uint64_t bytes = step.ByteSizeLong();
-  if (!sender_.Post(to, std::move(send), bytes)) {
+  if (!PostCounted(to, std::move(send), bytes)) {
     ReportError(from, absl::ResourceExhaustedError(
                           absl::StrCat(what, ": the send queue to node ", to, " is full")));
   }
@@ -272,7 +272,7 @@ void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenReque
   };
   if (origin == self_id_) return send();
   const uint64_t bytes = deliver.ByteSizeLong();
-  if (!sender_.Post(origin, std::move(send), bytes)) {
+  if (!PostCounted(origin, std::move(send), bytes)) {
     if (Allow("deliver")) {
       spdlog::warn("request {}: the send queue to origin {} is full", deliver.request_id(), origin);
     }
@@ -280,18 +280,60 @@ void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenReque
   }
 }
 
+bool StageRuntime::PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes) {
+  {
+    absl::MutexLock lock(&sends_mu_);
+    ++sends_in_flight_;
+  }
+  auto counted = [this, send = std::move(send)] {
+    send();
+    absl::MutexLock lock(&sends_mu_);
+    --sends_in_flight_;
+  };
+  if (sender_.Post(to, std::move(counted), bytes)) return true;
+  absl::MutexLock lock(&sends_mu_);
+  --sends_in_flight_;
+  return false;
+}
+
+void StageRuntime::AwaitSendsDone(absl::Duration timeout) {
+  absl::MutexLock lock(&sends_mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sends_mu_) { return sends_in_flight_ == 0; };
+  sends_mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+}
+
 void StageRuntime::WorkerLoop() {
-  while (true) {
+  ComputeLock* const turns = options_.compute_lock;
+  size_t last_batch = 0;
+  absl::Duration last_forward;
+  while (queue_.AwaitSteps(1, absl::InfiniteDuration())) {
+    if (turns != nullptr) {
+      const auto asked = std::chrono::steady_clock::now();
+      if (!turns->Acquire([this] { return queue_.stopped(); })) return;
+      if (options_.turn_wait_seconds != nullptr) {
+        options_.turn_wait_seconds->Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
+      }
+    }
+    queue_.AwaitSteps(last_batch, std::min(options_.gather_wait, last_forward / 10));
     std::vector<v1::StageStepRequest> batch = queue_.PopBatch(options_.batch);
-    if (batch.empty()) return;  // stopped
+    if (batch.empty()) break;  // stopped
+    last_batch = batch.size();
     std::vector<std::string> forget;
     {
       absl::MutexLock lock(&mu_);
       forget.swap(to_forget_);
     }
     for (const std::string& id : forget) samplers_.erase(id);
+    const absl::Time start = absl::Now();
     RunBatch(batch);
+    last_forward = absl::Now() - start;
+    if (turns != nullptr) {
+      if (turns->OthersWaiting()) AwaitSendsDone(options_.handoff_wait);
+      turns->Release();
+    }
   }
+  if (turns != nullptr) turns->Release();
 }
 
 // One step of a batch, ready to run: its session, and its input and output.

@@ -18,6 +18,7 @@
 #include "base/log_rate_limiter.h"
 #include "base/metrics.h"
 #include "daemon/caller.h"
+#include "daemon/compute_lock.h"
 #include "daemon/ring_sender.h"
 #include "daemon/step_queue.h"
 #include "daemon/step_validator.h"
@@ -51,6 +52,18 @@ struct StageOptions {
   BatchLimits batch;
   // Samplers (one per request this node samples) kept at most.
   size_t max_samplers = 4096;
+  // The turns at the cores this daemon takes with the others of its machine
+  // (ComputeLock); null = none. Must outlive the runtime.
+  ComputeLock* compute_lock = nullptr;
+  Histogram* turn_wait_seconds = nullptr;  // observes each wait for a turn; may be null
+  // Before a batch, wait at most this long (and at most a tenth of the last
+  // forward pass) for as many steps as the last batch had: the steps of one
+  // upstream batch arrive one by one, and should run as one batch again.
+  absl::Duration gather_wait = absl::Milliseconds(3);
+  // With turns, when another daemon waits for one: before the turn passes,
+  // wait at most this long for the batch's messages to reach their next
+  // hops, so that the next stage on this machine finds them in its queue.
+  absl::Duration handoff_wait = absl::Milliseconds(20);
 };
 
 // True when `node_id` is this node or a peer whose identity was proven.
@@ -60,6 +73,8 @@ using MembershipCheck = std::function<bool(const std::string& node_id)>;
 // kernels use the shared pool). Steps of different sessions that wait
 // together run as one batched forward pass (StepQueue::PopBatch), each with
 // exactly the bits of a solo run; a session's steps run in arrival order.
+// With a ComputeLock, the worker runs a batch only in its turn at the
+// machine's cores, and takes what queued while it waited.
 // Holds the weights of the node's current layer range and of the previous
 // one, so a request that started before a re-partition can finish on its own
 // plan.
@@ -171,6 +186,11 @@ class StageRuntime {
   // Delivers a token (or an error) to its origin in order, off the worker
   // thread. A failed delivery or a cancel in the reply forgets the request.
   void SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver);
+  // Posts `send` to the lane of `to`, counted in sends_in_flight_ until it
+  // has run. False when the lane refused it.
+  bool PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes);
+  // Waits until every counted send has run, or `timeout`.
+  void AwaitSendsDone(absl::Duration timeout);
   // The request is over here: its sampler goes before the next batch, and
   // its later steps are dropped. Any thread.
   void Forget(const std::string& request_id, const std::string& origin);
@@ -206,6 +226,8 @@ class StageRuntime {
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};
   bool Allow(std::string_view kind) { return warnings_.Allow(kind); }
+  absl::Mutex sends_mu_;
+  int sends_in_flight_ ABSL_GUARDED_BY(sends_mu_) = 0;
   RingSender sender_;
   StepQueue queue_;
   std::thread worker_;  // last: started once the rest exists

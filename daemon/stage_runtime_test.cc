@@ -3,6 +3,7 @@
 // origin; that a wrong prefix claim changes nothing; and the queue bounds.
 #include "daemon/stage_runtime.h"
 
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -404,6 +405,49 @@ TEST_F(StageRuntimeTest, ConcurrentRequestsAreBatchedAndEachGetsItsSoloTokens) {
     EXPECT_EQ(together.at(id), alone.at(id)) << id;
     EXPECT_EQ(together.at(id).first.size(), static_cast<size_t>(8 + 3 * i));
   }
+}
+
+// Another daemon of the machine has the turn at the cores: the steps that
+// queue meanwhile wait, and then run as one batch, with their solo tokens.
+TEST_F(StageRuntimeTest, StepsQueuedDuringAnotherDaemonsTurnRunAsOneBatch) {
+  char dir[] = "/tmp/stage_turns_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/compute.lock";
+  auto ours = ComputeLock::Open(path);
+  auto other = ComputeLock::Open(path);
+  ASSERT_TRUE(ours.ok() && other.ok());
+  MetricsRegistry registry;
+  absl::StatusOr<Histogram*> batch_steps =
+      registry.AddHistogram("batch", "steps per batch", ExponentialBuckets(1, 2, 8));
+  absl::StatusOr<Histogram*> turn_wait =
+      registry.AddHistogram("turn", "turn wait", ExponentialBuckets(0.0001, 2, 18));
+  ASSERT_TRUE(batch_steps.ok() && turn_wait.ok());
+  StageOptions options;
+  options.compute_lock = ours->get();
+  options.batch_steps = *batch_steps;
+  options.turn_wait_seconds = *turn_wait;
+  Start(options);
+
+  ASSERT_TRUE((*other)->Acquire([] { return false; }));
+  constexpr int kSteps = 3;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::string n = std::to_string(i);
+    ASSERT_TRUE(runtime_->Enqueue(Step("o", "r" + n, "s" + n, prompt_), Node("o")).ok());
+  }
+  for (int i = 0; i < 3000 && !(*other)->OthersWaiting(); ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE((*other)->OthersWaiting()) << "the stage does not wait for its turn";
+  EXPECT_EQ(runtime_->queued(), static_cast<size_t>(kSteps)) << "a step ran out of turn";
+  (*other)->Release();
+  const v1::DeliverTokenRequest last = transport_.WaitDelivery(kSteps);
+  EXPECT_EQ((*batch_steps)->Count(), 1u);
+  EXPECT_EQ((*batch_steps)->Sum(), kSteps) << "the waiting steps did not run as one batch";
+  EXPECT_EQ((*turn_wait)->Count(), 1u);
+  // Each got the token a solo run of the same prompt gives.
+  Start(StageOptions{});
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "solo", "solo", prompt_), Node("o")).ok());
+  EXPECT_EQ(transport_.WaitDelivery(kSteps + 1).token(), last.token());
+  runtime_.reset();
+  std::filesystem::remove_all(dir);
 }
 
 // Sends to node "c" hang until Release; every other send is recorded.

@@ -29,6 +29,18 @@ bool StepQueue::Push(v1::StageStepRequest step) {
   return true;
 }
 
+bool StepQueue::AwaitSteps(size_t n, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || steps_.size() >= n; };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  return !stopping_;
+}
+
+bool StepQueue::stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
 std::vector<v1::StageStepRequest> StepQueue::PopBatch(const BatchLimits& limits) {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(

@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "base/metrics.h"
 #include "proto/ringlm.pb.h"
 
@@ -40,6 +41,10 @@ class StepQueue {
   bool Push(v1::StageStepRequest step);
   // Blocks until a step waits or Stop(); empty only after Stop().
   std::vector<v1::StageStepRequest> PopBatch(const BatchLimits& limits);
+  // Blocks until at least `n` steps wait, Stop(), or `timeout`. False once
+  // stopped.
+  bool AwaitSteps(size_t n, absl::Duration timeout);
+  bool stopped() const;
   // Wakes PopBatch for good and drops what waits.
   void Stop();
   size_t pending() const;
