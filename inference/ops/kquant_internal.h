@@ -1,5 +1,5 @@
 // Row dequantizers for the K-quants, shared by quant.cc (DequantizeRow) and
-// the tests. Internal to inference/ops.
+// the tests, and the x86 dot kernels. Internal to inference/ops.
 #ifndef RINGLM_INFERENCE_OPS_KQUANT_INTERNAL_H_
 #define RINGLM_INFERENCE_OPS_KQUANT_INTERNAL_H_
 
@@ -14,6 +14,13 @@ void DequantizeRowQ6_K(const void* src, float* dst, int64_t n);
 // ggml's nearest_int: round to nearest, ties to even, via the 1.5 * 2^23
 // trick. Precondition: |f| <= 4194303.
 int NearestInt(float f);
+
+struct DotJob;
+#if defined(__x86_64__)
+// DotRows for Q4_K and Q6_K jobs with the AVX2 kernels of kquant_x86.cc,
+// bit-identical to it. Precondition: CpuSupports(QGemmTarget::kAvx2). Hot.
+void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+#endif
 
 }  // namespace ringlm
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "inference/ops/fp16.h"
+#include "inference/ops/kquant_internal.h"
 #include "inference/ops/matmul_internal.h"
 #include "inference/ops/qgemm_internal.h"
 #include "inference/ops/quant.h"
@@ -409,12 +410,22 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       return;
   }
 
+  // K-quants on x86: the byte-multiply kernels (kquant_x86.cc), wherever
+  // the quantized GEMM's AVX2 or AVX-512 target runs (so a forced Highway
+  // target forces this choice too). Bit-identical to DotRows.
+  auto dot_rows = &DotRows;
+#if defined(__x86_64__)
+  if ((type == TensorType::kQ4_K || type == TensorType::kQ6_K) &&
+      ActiveQGemmTarget() != QGemmTarget::kNone) {
+    dot_rows = &KQuantDotRowsAvx2;
+  }
+#endif
   // Each worker takes a contiguous range of output rows; within it, a tile of
   // kRowTile weight rows is applied to every token before moving on, so each
   // weight row is read from memory once per call.
   RunParallel(pool, rows, [&](int64_t row_begin, int64_t row_end) {
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
-      DotRows(job, r0, std::min(row_end, r0 + kRowTile), 0, n_tokens);
+      dot_rows(job, r0, std::min(row_end, r0 + kRowTile), 0, n_tokens);
     }
   });
 }

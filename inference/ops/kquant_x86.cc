@@ -1,0 +1,203 @@
+// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations, written
+// with intrinsics under a target attribute (like qgemm_x86.cc), so MatMul
+// runs them only where CpuSupports(QGemmTarget::kAvx2).
+//
+// Numerics: exactly DotQ4_K / DotQ6_K of matmul.cc (ggml's AVX2 order). The
+// integer lane sums are exact, only computed with byte multiplies:
+//   - Q4_K: vpmaddubsw(nibble, x) gives pairs of at most 2 * 15 * 128; then
+//     vpmaddwd with the sub-block's scale (< 64) sums pairs into the lane.
+//   - Q6_K: vpmaddubsw(q + 32, x) - vpmaddubsw(32, x) = pairs of (q - 32) * x,
+//     each term at most 2 * 63 * 128 < 32767; then vpmaddwd with the scales
+//     of the two 16-value halves.
+// Lane l of a 32-value group holds positions 4l..4l+3, as in the reference;
+// the float part (d * sum, FMA per super-block, halving reduction) is the
+// reference's. Hot: every Q4_K/Q6_K MatMul on x86.
+#include "inference/ops/kquant_internal.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "inference/ops/fp16.h"
+#include "inference/ops/matmul_internal.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+RINGLM_AVX2_TARGET inline __m256i Load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+RINGLM_AVX2_TARGET float Reduce(__m256 acc) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  return ReduceLanes<8>(lanes);
+}
+
+// The 8 scales and 8 mins of a Q4_K super-block as 16-bit values, scales
+// first (ggml's kmask unpacking of the 12 bytes; equals Q4_KScaleMin).
+RINGLM_AVX2_TARGET inline __m256i Q4_KScalesMins(const uint8_t* packed) {
+  constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
+  uint32_t u[4];
+  std::memcpy(u, packed, 12);
+  u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+  const uint32_t mins_lo = u[1] & kmask1;
+  u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+  u[2] = mins_lo;
+  u[0] &= kmask1;
+  // Bytes: sc0..3 sc4..7 m0..3 m4..7.
+  return _mm256_cvtepu8_epi16(_mm_set_epi32(static_cast<int>(u[3]), static_cast<int>(u[2]),
+                                            static_cast<int>(u[1]), static_cast<int>(u[0])));
+}
+
+// One Q4_K row against T tokens' Q8_K rows (x[t] = token t's blocks): the
+// weights are unpacked once per super-block for all T. out[t] is computed
+// exactly as for T = 1.
+template <int T>
+RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
+                                    float* out) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[T];
+  __m128 acc_m[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    acc_m[t] = _mm_setzero_ps();
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float wd = Fp16ToFp32(w[b].d);
+    const float wdmin = Fp16ToFp32(w[b].dmin);
+    const __m256i scales_mins = Q4_KScalesMins(w[b].scales);
+    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
+    alignas(32) int16_t sc[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), scales_mins);
+    __m256i lo[4], hi[4];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = Load32(w[b].qs + 32 * c);
+      lo[c] = _mm256_and_si256(q, m4);
+      hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_K& xb = x[t][b];
+      // prod[k] = m[2k] (bs[4k] + bs[4k+1]) + m[2k+1] (bs[4k+2] + bs[4k+3]).
+      const __m128i pair_sums =
+          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+      const __m128i prod = _mm_madd_epi16(mins, pair_sums);
+      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-xb.d * wdmin), _mm_cvtepi32_ps(prod), acc_m[t]);
+      __m256i sumi = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i pl = _mm256_maddubs_epi16(lo[c], Load32(xb.qs + 64 * c));
+        const __m256i ph = _mm256_maddubs_epi16(hi[c], Load32(xb.qs + 64 * c + 32));
+        sumi = _mm256_add_epi32(
+            sumi, _mm256_add_epi32(_mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * c])),
+                                   _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * c + 1]))));
+      }
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * wd), _mm256_cvtepi32_ps(sumi), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    alignas(16) float am[4];
+    _mm_store_ps(am, acc_m[t]);
+    out[t] = Reduce(acc[t]) + ((am[0] + am[2]) + (am[1] + am[3]));
+  }
+}
+
+// One Q6_K row against T tokens, unpacked once per half super-block.
+template <int T>
+RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
+                                    float* out) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  const __m256i k32 = _mm256_set1_epi8(32);
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float wd = Fp16ToFp32(w[b].d);
+    __m256i sumi[T];
+    for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c) {
+      const uint8_t* ql = w[b].ql + 64 * c;
+      const int8_t* sc = w[b].scales + 8 * c;
+      const __m256i h = Load32(w[b].qh + 32 * c);
+      const __m256i l1 = Load32(ql);
+      const __m256i l2 = Load32(ql + 32);
+      // q1..q4 of the reference, + 32 (unsigned 6 bits).
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(l2, m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
+      };
+      for (int k = 0; k < 4; ++k) {
+        // Positions 0..15 take scale 2k, positions 16..31 scale 2k + 1.
+        const __m256i scales =
+            _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+        for (int t = 0; t < T; ++t) {
+          const __m256i xv = Load32(x[t][b].qs + 128 * c + 32 * k);
+          const __m256i p =
+              _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv), _mm256_maddubs_epi16(k32, xv));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, scales));
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(x[t][b].d * wd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]);
+}
+
+// Dot of one row with tokens [t, t + T), T <= 4, for the row's type.
+template <int T>
+RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t, int64_t nb,
+                                  float* out) {
+  const BlockQ8_K* x[T];
+  for (int i = 0; i < T; ++i) x[i] = job.x_q8_k + (t + i) * nb;
+  if (job.type == TensorType::kQ4_K) {
+    DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, out);
+  } else {
+    DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, out);
+  }
+}
+
+}  // namespace
+
+void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+  const int64_t nb = job.cols / kQK_K;
+  constexpr int64_t kTokens = 4;  // per kernel call: the row is unpacked once for them
+  for (int64_t r = r0; r < r1; ++r) {
+    const void* row = job.w + r * job.row_bytes;
+    for (int64_t t = t0; t < t1; t += kTokens) {
+      float out[kTokens];
+      const int64_t n = std::min(kTokens, t1 - t);
+      switch (n) {
+        case 1:
+          DotTokens<1>(job, row, t, nb, out);
+          break;
+        case 2:
+          DotTokens<2>(job, row, t, nb, out);
+          break;
+        case 3:
+          DotTokens<3>(job, row, t, nb, out);
+          break;
+        default:
+          DotTokens<4>(job, row, t, nb, out);
+          break;
+      }
+      for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
+    }
+  }
+}
+
+}  // namespace ringlm
+
+#endif  // __x86_64__
