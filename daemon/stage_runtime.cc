@@ -281,19 +281,22 @@ void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenReque
 }
 
 bool StageRuntime::PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes) {
-  {
-    absl::MutexLock lock(&sends_mu_);
-    ++sends_in_flight_;
-  }
-  auto counted = [this, send = std::move(send)] {
-    send();
-    absl::MutexLock lock(&sends_mu_);
-    --sends_in_flight_;
+  // Counted from here until the task is gone: run, or dropped unrun (a full
+  // lane, a stopping sender).
+  struct Counted {
+    explicit Counted(StageRuntime* r) : runtime(r) {
+      absl::MutexLock lock(&runtime->sends_mu_);
+      ++runtime->sends_in_flight_;
+    }
+    ~Counted() {
+      absl::MutexLock lock(&runtime->sends_mu_);
+      --runtime->sends_in_flight_;
+    }
+    StageRuntime* runtime;
   };
-  if (sender_.Post(to, std::move(counted), bytes)) return true;
-  absl::MutexLock lock(&sends_mu_);
-  --sends_in_flight_;
-  return false;
+  auto count = std::make_shared<Counted>(this);
+  return sender_.Post(
+      to, [count = std::move(count), send = std::move(send)] { send(); }, bytes);
 }
 
 void StageRuntime::AwaitSendsDone(absl::Duration timeout) {

@@ -186,8 +186,8 @@ class StageRuntime {
   // Delivers a token (or an error) to its origin in order, off the worker
   // thread. A failed delivery or a cancel in the reply forgets the request.
   void SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver);
-  // Posts `send` to the lane of `to`, counted in sends_in_flight_ until it
-  // has run. False when the lane refused it.
+  // Posts `send` to the lane of `to`, counted in sends_in_flight_ until the
+  // task has run or was dropped. False when the lane refused it.
   bool PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes);
   // Waits until every counted send has run, or `timeout`.
   void AwaitSendsDone(absl::Duration timeout);

@@ -410,14 +410,18 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       return;
   }
 
-  // K-quants on x86: the byte-multiply kernels (kquant_x86.cc), wherever
-  // the quantized GEMM's AVX2 or AVX-512 target runs (so a forced Highway
-  // target forces this choice too). Bit-identical to DotRows.
+  // On x86, wherever the quantized GEMM's AVX2 or AVX-512 target runs (so a
+  // forced Highway target forces this choice too): the K-quants' byte
+  // multiplies (kquant_x86.cc), and register tiles for the float types in
+  // the tiled order (float_gemm_x86.cc). Both bit-identical to DotRows.
   auto dot_rows = &DotRows;
 #if defined(__x86_64__)
-  if ((type == TensorType::kQ4_K || type == TensorType::kQ6_K) &&
-      ActiveQGemmTarget() != QGemmTarget::kNone) {
-    dot_rows = &KQuantDotRowsAvx2;
+  if (ActiveQGemmTarget() != QGemmTarget::kNone) {
+    if (type == TensorType::kQ4_K || type == TensorType::kQ6_K) {
+      dot_rows = &KQuantDotRowsAvx2;
+    } else if (job.order == DotOrder::kTiled) {
+      dot_rows = &FloatTiledDotRowsAvx2;  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
+    }
   }
 #endif
   // Each worker takes a contiguous range of output rows; within it, a tile of

@@ -37,6 +37,13 @@ void DotRows(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
 // hwy::SetSupportedTargetsForTest. Hot-path safe.
 int64_t DispatchedHwyTarget();
 
+#if defined(__x86_64__)
+// DotRows for F32/F16/BF16 jobs in DotOrder::kTiled with the AVX2 register
+// tiles of float_gemm_x86.cc, bit-identical to it. Preconditions: cols % 16
+// == 0 and CpuSupports(QGemmTarget::kAvx2). Hot.
+void FloatTiledDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+#endif
+
 // One output element with portable scalar code (bit-identical to DotRows);
 // used by targets without FMA, where a vector mul+add would round twice.
 float DotOneScalar(const DotJob& job, int64_t r, int64_t t);

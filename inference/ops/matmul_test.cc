@@ -107,6 +107,39 @@ TEST(MatMulTest, MatchesReferenceBitForBitOnAwkwardShapes) {
   }
 }
 
+// The tiled order (rows % 4 == 0, cols % 16 == 0) for the float types, over
+// every token count of the register tiles' tails and odd row splits across
+// threads: each output keeps the reference's bits.
+TEST(MatMulTest, FloatTilesOfEveryShapeMatchReference) {
+  std::mt19937 rng(9);
+  ThreadPool pool3(3);
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
+    for (int64_t rows : {4, 12, 36}) {
+      for (int64_t cols : {16, 272}) {
+        const std::vector<float> wf = RandomVector(rows * cols, rng);
+        const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
+        ASSERT_EQ(MatMulDotOrder(type, rows, cols, 1), DotOrder::kTiled);
+        for (int64_t n_tokens = 1; n_tokens <= 7; ++n_tokens) {
+          const std::vector<float> x = RandomVector(n_tokens * cols, rng);
+          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
+            std::vector<float> y(n_tokens * rows, NAN);
+            MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
+            for (int64_t t = 0; t < n_tokens; ++t) {
+              for (int64_t r = 0; r < rows; ++r) {
+                const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
+                                                  x.data() + t * cols, cols, DotOrder::kTiled);
+                ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
+                    << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
+                    << " n_tokens=" << n_tokens << " t=" << t << " r=" << r;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every compiled SIMD target (AVX-512, AVX2, and the scalar fallback here)
 // must give the reference bits: the lane layouts are width-independent.
 TEST(MatMulTest, EveryCompiledTargetMatchesReference) {
