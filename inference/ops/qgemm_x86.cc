@@ -180,7 +180,8 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
   }
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i k8 = _mm256_set1_epi8(8);
-  const __m128i k0f = _mm_set1_epi8(0x0F);
+  const __m256i k0f = _mm256_set1_epi8(0x0F);
+  const __m256i nibble_shift = _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[T];
     __m256i xsum8[T];  // Q4_0: 8 * sum of 4 activations, per lane
@@ -198,8 +199,11 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
       if constexpr (kQ4) {
         const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(wr) + b;
         std::memcpy(&d16, &blk->d, sizeof(d16));
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs));
-        wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), k0f), _mm_and_si128(q, k0f));
+        // Both halves hold the 16 bytes; the high half shifts them right by
+        // 4 (32-bit lanes: the bits that cross a byte are masked off).
+        const __m256i q =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+        wv = _mm256_and_si256(_mm256_srlv_epi32(q, nibble_shift), k0f);
       } else {
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
         std::memcpy(&d16, &blk->d, sizeof(d16));
