@@ -20,8 +20,6 @@
 namespace ringlm {
 namespace {
 
-#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
-
 // 8 weights of element k, as f32 (exact).
 struct LoadF32 {
   RINGLM_AVX2_TARGET static __m256 At(const void* row, int64_t k) {

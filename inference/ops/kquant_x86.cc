@@ -28,8 +28,6 @@
 namespace ringlm {
 namespace {
 
-#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
-
 RINGLM_AVX2_TARGET inline __m256i Load32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }

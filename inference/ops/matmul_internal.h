@@ -14,6 +14,11 @@
 
 namespace ringlm {
 
+// The target attribute of the x86 AVX2 kernels (qgemm_x86.cc,
+// kquant_x86.cc, float_gemm_x86.cc), run only where
+// CpuSupports(QGemmTarget::kAvx2).
+#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
 // One MatMul call after its activations were converted to the vec_dot_type.
 struct DotJob {
   TensorType type = TensorType::kF32;

@@ -39,8 +39,6 @@ namespace {
 
 #define RINGLM_VNNI_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
-#define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
-
 // ---------------------------------------------------------------------------
 // AVX512-VNNI: one zmm holds the 8 lanes of (row r, token 2p) in its low half
 // and of (row r, token 2p + 1) in its high half.
