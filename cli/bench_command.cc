@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "inference/kernel_flags.h"
+#include "inference/ops/cpu_target.h"
 #include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 #include "inference/stage_engine.h"
@@ -185,11 +187,13 @@ int RunBench(const std::vector<std::string>& args) {
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
   p.AddAlias("-t", "threads");
   p.AddFlag("json", "print the figures as one JSON object instead of a table");
+  AddKernelFlags(p);
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
             "may differ in the last bits");
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
   SetFastPrefill(p.GetFlag("fast-prefill"));
+  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
   if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
   BenchSettings s;
   s.threads = DefaultThreadCount();
@@ -251,13 +255,10 @@ int RunBench(const std::vector<std::string>& args) {
   }
   const std::string type = FileTypeName(model.file());
   if (p.GetFlag("json")) {
-    nlohmann::json j = {{"model", name},
-                        {"architecture", c.architecture},
-                        {"type", type},
-                        {"size_bytes", bytes},
-                        {"params", params},
-                        {"threads", s.threads},
-                        {"repetitions", s.repetitions}};
+    nlohmann::json j = {{"model", name},        {"architecture", c.architecture},
+                        {"type", type},         {"size_bytes", bytes},
+                        {"params", params},     {"cpu_target", ActiveCpuTargetName()},
+                        {"threads", s.threads}, {"repetitions", s.repetitions}};
     j["tests"] = nlohmann::json::array();
     for (const TestResult& r : results) {
       j["tests"].push_back({{"test", r.name},
@@ -271,17 +272,19 @@ int RunBench(const std::vector<std::string>& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("| %-30s | %10s | %10s | %-14s | %7s | %14s | %20s |\n", "model", "size", "params",
-              "type", "threads", "test", "t/s");
-  std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
+  const std::string cpu = ActiveCpuTargetName();
+  std::printf("| %-30s | %10s | %10s | %-14s | %-10s | %7s | %14s | %20s |\n", "model", "size",
+              "params", "type", "cpu", "threads", "test", "t/s");
+  std::printf("| %s | %s: | %s: | %s | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
               std::string(9, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(14, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(13, '-').c_str(), std::string(19, '-').c_str());
+              std::string(14, '-').c_str(), std::string(10, '-').c_str(),
+              std::string(6, '-').c_str(), std::string(13, '-').c_str(),
+              std::string(19, '-').c_str());
   for (const TestResult& r : results) {
     const std::string ts = absl::StrFormat("%.2f ± %.2f", r.mean, r.stddev);
     // "±" is two bytes but one column: pad by one more byte.
-    std::printf("| %-30s | %10s | %10s | %-14s | %7d | %14s | %21s |\n", name.c_str(),
-                Size(bytes).c_str(), Params(params).c_str(), type.c_str(), s.threads,
+    std::printf("| %-30s | %10s | %10s | %-14s | %-10s | %7d | %14s | %21s |\n", name.c_str(),
+                Size(bytes).c_str(), Params(params).c_str(), type.c_str(), cpu.c_str(), s.threads,
                 r.name.c_str(), ts.c_str());
   }
   return 0;

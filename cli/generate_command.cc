@@ -9,6 +9,7 @@
 #include "cli/cluster_client.h"
 #include "cli/commands.h"
 #include "inference/generator.h"
+#include "inference/kernel_flags.h"
 #include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 
@@ -31,6 +32,7 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
   p.AddAlias("-t", "threads");
   p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
+  AddKernelFlags(p);
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
             "may differ in the last bits");
@@ -173,6 +175,7 @@ int RunGenerate(const std::vector<std::string>& args) {
   }
   if (p.Has("cluster")) return GenerateOnCluster(p, *options);
   SetFastPrefill(p.GetFlag("fast-prefill"));
+  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
   uint32_t ctx = 0;
   if (p.Has("ctx-size")) {
     auto v = p.GetInt("ctx-size", 1, 1 << 20);

@@ -1,9 +1,15 @@
+# The repo root, from which headers are included: the top-level project's
+# folder unless a sub-build (cmake/kernels) says otherwise.
+if(NOT DEFINED RINGLM_SOURCE_ROOT)
+  set(RINGLM_SOURCE_ROOT ${PROJECT_SOURCE_DIR})
+endif()
+
 # ringlm_library(NAME SOURCES ... DEPS ...): a static library rooted at the repo,
 # so headers are included as "folder/file.h".
 function(ringlm_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_include_directories(${name} PUBLIC ${RINGLM_SOURCE_ROOT} ${PROJECT_BINARY_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 

@@ -13,6 +13,7 @@
 #include "daemon/model_bootstrap.h"
 #include "daemon/step_validator.h"
 #include "discovery/node_identity.h"
+#include "inference/ops/cpu_target.h"
 #include "partition/device_probe.h"
 #include "security/crypto.h"
 #include "spdlog/spdlog.h"
@@ -109,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   probe.measure_gflops = o.measure_gflops;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe));
   node->pool_ = std::make_unique<ThreadPool>(threads);
+  spdlog::info("compute: {} threads, {} kernels", threads, ActiveCpuTargetName());
   if (o.compute_turns == NodeOptions::ComputeTurns::kOn ||
       (o.compute_turns == NodeOptions::ComputeTurns::kAuto && threads >= DefaultThreadCount())) {
     std::string path = o.compute_lock_file;

@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/node.h"
+#include "inference/kernel_flags.h"
 #include "inference/ops/matmul.h"
 #include "security/cluster_key.h"
 #include "spdlog/spdlog.h"
@@ -120,6 +121,7 @@ void AddFlags(ArgParser& p) {
   p.AddFlag("accept-any-model",
             "take any `model` name in requests (clients with a hard-coded default such as "
             "gpt-3.5-turbo) instead of answering 404");
+  AddKernelFlags(p);
   p.AddFlag("fast-prefill",
             "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
             "may differ in the last bits");
@@ -329,9 +331,10 @@ int Main(int argc, char** argv) {
   }
   spdlog::set_level(level);
   SetFastPrefill(p.GetFlag("fast-prefill"));
+  const absl::Status kernels = ApplyKernelFlags(p);
   absl::StatusOr<NodeOptions> options = ReadFlags(p);
   absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);
-  for (const absl::Status& s : {options.status(), api_options.status()}) {
+  for (const absl::Status& s : {kernels, options.status(), api_options.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());
       return 2;

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages that ringlm needs to build and run;
-# with --test-tools also those its tests use (Chromium, Node.js).
+# with --test-tools also those its tests use (Chromium, Node.js); with
+# --arm-cross the ARM64 cross compiler, qemu-user and the arm64 (multiarch)
+# libraries that deploy/test-arm-kernels.sh builds the kernels against.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
 test_tools=0
+arm_cross=0
 for arg in "$@"; do
   case "$arg" in
     --test-tools) test_tools=1 ;;
-    -h|--help) echo "usage: deploy/install-deps.sh [--test-tools]"; exit 0 ;;
+    --arm-cross) arm_cross=1 ;;
+    -h|--help) echo "usage: deploy/install-deps.sh [--test-tools] [--arm-cross]"; exit 0 ;;
     *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +31,13 @@ if [ "$test_tools" = 1 ]; then
   packages+=(python3-jinja2)     # the reference renderer of chat templates
   packages+=(python3-jsonschema) # validates structured output against its schema
 fi
+if [ "$arm_cross" = 1 ]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user)
+  # The kernels' libraries for arm64, co-installed with the amd64 ones (same
+  # versions, Multi-Arch: same); OpenBLAS only for cblas.h (matmul.cc).
+  packages+=(libabsl-dev:arm64 libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
+  packages+=(libopenblas-dev:arm64)
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
@@ -44,5 +55,9 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
+if [ "$arm_cross" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install-deps: adding the arm64 architecture (dpkg multiarch)"
+  "${sudo_cmd[@]}" dpkg --add-architecture arm64
+fi
 "${sudo_cmd[@]}" apt-get update -q
 DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -79,9 +79,10 @@ TEST(CliTest, InspectShowsShapesAndSizes) {
 
 TEST(CliTest, BenchMeasuresEachTestAtTheDepthAsked) {
   RunResult r = RunCli("bench --model " + kShared + "/models/stories260K-q8_0.gguf" +
-                       " -p 8 -n 4 -d 40 -r 2 -t 1 --json");
+                       " -p 8 -n 4 -d 40 -r 2 -t 1 --json --cpu-target scalar");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const json out = json::parse(r.out);
+  EXPECT_EQ(out["cpu_target"], "scalar");
   ASSERT_EQ(out["tests"].size(), 2u) << r.out;
   EXPECT_EQ(out["tests"][0]["test"], "pp8 @ d40");
   EXPECT_EQ(out["tests"][1]["test"], "tg4 @ d40");
@@ -91,6 +92,10 @@ TEST(CliTest, BenchMeasuresEachTestAtTheDepthAsked) {
     EXPECT_GT(t["avg_ts"].get<double>(), 0);
   }
   EXPECT_NE(RunCli("bench --model /nonexistent.gguf -d -1").exit_code, 0);
+  const RunResult bad = RunCli("bench --model " + kShared + "/models/stories260K-q8_0.gguf" +
+                               " -p 8 -n 0 --cpu-target avx3");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("unknown CPU target \"avx3\""), std::string::npos) << bad.out;
 }
 
 TEST(CliTest, ErrorsGoToStderrWithANonZeroExit) {

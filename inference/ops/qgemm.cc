@@ -4,6 +4,7 @@
 // tiling and the thread split change which call computes an output, never
 // how (see qgemm_internal.h).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -67,6 +68,18 @@ const char* QGemmTargetName(QGemmTarget target) {
   }
 }
 
+namespace {
+// The enum's order is the ranking the cap compares.
+std::atomic<int> qgemm_cap{static_cast<int>(QGemmTarget::kAvx512Vnni)};
+
+QGemmTarget Capped(QGemmTarget t) {
+  const int cap = qgemm_cap.load(std::memory_order_relaxed);
+  return static_cast<int>(t) <= cap ? t : static_cast<QGemmTarget>(cap);
+}
+}  // namespace
+
+void SetQGemmTargetCap(QGemmTarget cap) { qgemm_cap.store(static_cast<int>(cap)); }
+
 QGemmTarget ActiveQGemmTarget() {
 #if defined(__x86_64__)
   // Not hwy::SupportedTargets(): that runs CPUID on every call (a VM exit
@@ -79,8 +92,8 @@ QGemmTarget ActiveQGemmTarget() {
       ;
   static const bool vnni = CpuSupports(QGemmTarget::kAvx512Vnni);
   static const bool avx2 = CpuSupports(QGemmTarget::kAvx2);
-  if ((hwy_targets & kAvx3OrBetter) != 0 && vnni) return QGemmTarget::kAvx512Vnni;
-  if ((hwy_targets & (kAvx3OrBetter | HWY_AVX2)) != 0 && avx2) return QGemmTarget::kAvx2;
+  if ((hwy_targets & kAvx3OrBetter) != 0 && vnni) return Capped(QGemmTarget::kAvx512Vnni);
+  if ((hwy_targets & (kAvx3OrBetter | HWY_AVX2)) != 0 && avx2) return Capped(QGemmTarget::kAvx2);
 #endif
   return QGemmTarget::kNone;
 }

@@ -74,6 +74,10 @@ bool CpuSupports(QGemmTarget target);
 // too: AVX3 or better -> VNNI if the CPU has it, AVX2 -> AVX2, else kNone).
 QGemmTarget ActiveQGemmTarget();
 
+// Caps ActiveQGemmTarget at `cap` (kNone < kAvx2 < kAvx512Vnni); kAvx512Vnni,
+// the default, caps nothing. For SetCpuTarget (cpu_target.h).
+void SetQGemmTargetCap(QGemmTarget cap);
+
 // Every target the CPU can run, kNone included (for tests).
 // Returns the count written to `out` (at most 3).
 int AvailableQGemmTargets(QGemmTarget out[3]);

@@ -1,0 +1,22 @@
+#include "inference/kernel_flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "inference/ops/cpu_target.h"
+
+namespace ringlm {
+
+void AddKernelFlags(ArgParser& parser) {
+  parser.AddOption("cpu-target", "NAME",
+                   absl::StrCat("instruction-set path of the kernels, to measure another "
+                                "machine's (same results, other speed): ",
+                                absl::StrJoin(RunnableCpuTargets(), ", "),
+                                " on this machine (also RINGLM_CPU_TARGET)"),
+                   CpuTargetFromEnvironment());
+}
+
+absl::Status ApplyKernelFlags(const ArgParser& parser) {
+  return SetCpuTarget(parser.GetString("cpu-target"));
+}
+
+}  // namespace ringlm
