@@ -34,7 +34,7 @@ struct Path {
   const char* name;
   int64_t needs_hwy;    // one of these Highway targets must run here
   int64_t disable_hwy;  // Highway targets the path turns off
-  QGemmTarget qgemm;    // cap on (and, unless kNone, need of) the integer dots
+  QGemmTarget qgemm;    // cap on (and, unless kNone or kNeonDot, need of) the integer dots
 };
 
 // Best first; "auto" is handled apart.
@@ -42,7 +42,9 @@ constexpr Path kPaths[] = {
     {"avx512vnni", kAvx3Any, 0, QGemmTarget::kAvx512Vnni},
     {"avx512", HWY_AVX3, kAvx3Newer, QGemmTarget::kAvx2},
     {"avx2", HWY_AVX2, kAvx3Any, QGemmTarget::kAvx2},
-    {"neon", HWY_NEON, kArmSve, QGemmTarget::kNone},
+    // Dotprod is optional on ARM: without it "neon" runs MatMul's per-dot
+    // NEON kernels, so kNeonDot caps nothing and is not needed.
+    {"neon", HWY_NEON, kArmSve, QGemmTarget::kNeonDot},
     // Compiled in only where it is not the baseline (x86, not ARM).
     {"scalar", HWY_SCALAR | HWY_EMU128, kX86Simd | kArmSimd, QGemmTarget::kNone},
 };
@@ -56,7 +58,7 @@ int64_t NativeHwyTargets() {
 
 bool Runnable(const Path& p) {
   if ((NativeHwyTargets() & p.needs_hwy) == 0) return false;
-  return p.qgemm == QGemmTarget::kNone ||
+  return p.qgemm == QGemmTarget::kNone || p.qgemm == QGemmTarget::kNeonDot ||
          (GetQGemmKernels(p.qgemm) != nullptr && CpuSupports(p.qgemm));
 }
 
@@ -66,7 +68,7 @@ absl::Status SetCpuTarget(std::string_view name) {
   NativeHwyTargets();
   if (name == "auto") {
     hwy::DisableTargets(0);
-    SetQGemmTargetCap(QGemmTarget::kAvx512Vnni);
+    SetQGemmTargetCap(QGemmTarget::kAvx512Vnni);  // the top of the ranking: no cap, any CPU
     return absl::OkStatus();
   }
   for (const Path& p : kPaths) {

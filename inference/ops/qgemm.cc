@@ -1,8 +1,8 @@
 // QGemm: packs the Q8_0 activations of all tokens once, then walks tiles of
-// weight rows x token pairs with the micro-kernels of qgemm_x86.cc. Each
-// output is computed whole by one kernel call over all K (no split-K), so the
-// tiling and the thread split change which call computes an output, never
-// how (see qgemm_internal.h).
+// weight rows x token pairs with the micro-kernels of qgemm_x86.cc or
+// qgemm_arm.cc. Each output is computed whole by one kernel call over all K
+// (no split-K), so the tiling and the thread split change which call
+// computes an output, never how (see qgemm_internal.h).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -63,6 +63,8 @@ const char* QGemmTargetName(QGemmTarget target) {
       return "avx512vnni";
     case QGemmTarget::kAvx2:
       return "avx2";
+    case QGemmTarget::kNeonDot:
+      return "neondot";
     default:
       return "none";
   }
@@ -74,7 +76,11 @@ std::atomic<int> qgemm_cap{static_cast<int>(QGemmTarget::kAvx512Vnni)};
 
 QGemmTarget Capped(QGemmTarget t) {
   const int cap = qgemm_cap.load(std::memory_order_relaxed);
-  return static_cast<int>(t) <= cap ? t : static_cast<QGemmTarget>(cap);
+  if (static_cast<int>(t) <= cap) return t;
+  // A cap of another architecture (kAvx2 on ARM, kNeonDot on x86) has no
+  // kernels here: nothing below it runs either.
+  const auto capped = static_cast<QGemmTarget>(cap);
+  return GetQGemmKernels(capped) != nullptr ? capped : QGemmTarget::kNone;
 }
 }  // namespace
 
@@ -94,13 +100,22 @@ QGemmTarget ActiveQGemmTarget() {
   static const bool avx2 = CpuSupports(QGemmTarget::kAvx2);
   if ((hwy_targets & kAvx3OrBetter) != 0 && vnni) return Capped(QGemmTarget::kAvx512Vnni);
   if ((hwy_targets & (kAvx3OrBetter | HWY_AVX2)) != 0 && avx2) return Capped(QGemmTarget::kAvx2);
+#elif defined(__aarch64__)
+  // NEON is the ARM64 baseline, so only a forced HWY_EMU128/HWY_SCALAR
+  // (tests) turns this off; SVE targets are not compiled, but would keep the
+  // NEON dotprod kernels too.
+  constexpr int64_t kArmSimd = HWY_NEON | HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128;
+  static const bool neon_dot =
+      GetQGemmKernels(QGemmTarget::kNeonDot) != nullptr && CpuSupports(QGemmTarget::kNeonDot);
+  if ((DispatchedHwyTarget() & kArmSimd) != 0 && neon_dot) return Capped(QGemmTarget::kNeonDot);
 #endif
   return QGemmTarget::kNone;
 }
 
 int AvailableQGemmTargets(QGemmTarget out[3]) {
   int n = 0;
-  for (QGemmTarget t : {QGemmTarget::kAvx512Vnni, QGemmTarget::kAvx2}) {
+  // At most two of these have kernels in one build (x86: the first two).
+  for (QGemmTarget t : {QGemmTarget::kAvx512Vnni, QGemmTarget::kAvx2, QGemmTarget::kNeonDot}) {
     if (GetQGemmKernels(t) != nullptr && CpuSupports(t)) out[n++] = t;
   }
   out[n++] = QGemmTarget::kNone;

@@ -11,9 +11,12 @@
 // the output in a tile, or the thread count (there is no split-K). So every
 // output equals DotRowReference bit for bit, however it is batched.
 //
-// Micro-kernels (qgemm_x86.cc) compute R weight rows x 2P tokens. Integer
-// lane sums come from `vpdpbusd` (AVX512-VNNI) or `vpmaddubsw` + `vpmaddwd`
-// (AVX2); both are exact for our operand ranges (see qgemm_x86.cc).
+// Micro-kernels (qgemm_x86.cc, qgemm_arm.cc) compute R weight rows x 2P
+// tokens. Integer lane sums come from `vpdpbusd` (AVX512-VNNI) or
+// `vpmaddubsw` + `vpmaddwd` (AVX2), exact for our operand ranges (see
+// qgemm_x86.cc), or from ARM's SDOT (`vdotq_s32`, NEON dotprod), whose lane
+// i is exactly the reference's: 4 int8 x int8 products summed in 32 bits,
+// with no saturation for any int8 operands (see qgemm_arm.cc).
 //
 // Packed activations: token pairs; pair p is `nb` records of 128 bytes,
 // record b = [qs of token 2p (32 bytes) | qs of token 2p+1 (32) |
@@ -35,9 +38,13 @@ namespace ringlm {
 // Bytes of one packed record (one block of a token pair).
 inline constexpr size_t kQGemmRecordBytes = 128;
 
-// Which micro-kernel family QGemm runs.
+// Which micro-kernel family QGemm runs. The order is the ranking
+// SetQGemmTargetCap compares. Only one architecture's targets run in a
+// process, so kNeonDot's place below the x86 ones only means that
+// kAvx512Vnni, the default cap, caps nothing on any architecture.
 enum class QGemmTarget {
   kNone,        // no kernel here: MatMul keeps its per-dot kernels
+  kNeonDot,     // ARM64 NEON + dotprod (SDOT, ARMv8.2; not on Cortex-A53/A72)
   kAvx2,        // x86 AVX2 + FMA + F16C
   kAvx512Vnni,  // x86 AVX-512 F/BW/VL + VNNI
 };
@@ -64,18 +71,22 @@ struct QGemmKernels {
   QGemmKernel one_token[2][kQGemmMaxRowPairs] = {};  // null: use kernel[][][0]
 };
 
-// The kernels of `target` (nullptr for kNone or when not compiled, e.g. on
-// ARM). Whether the CPU can run them is CpuSupports's business.
+// The kernels of `target` (nullptr for kNone or when not compiled for this
+// architecture, e.g. kAvx2 on ARM). Whether the CPU can run them is
+// CpuSupports's business.
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
 
 // The target MatMul uses now: the best one this CPU supports, capped by the
 // Highway target dispatch runs (so hwy::SetSupportedTargetsForTest forces it
-// too: AVX3 or better -> VNNI if the CPU has it, AVX2 -> AVX2, else kNone).
+// too: AVX3 or better -> VNNI if the CPU has it, AVX2 -> AVX2; NEON (or SVE)
+// -> kNeonDot if the CPU has dotprod; else kNone).
 QGemmTarget ActiveQGemmTarget();
 
-// Caps ActiveQGemmTarget at `cap` (kNone < kAvx2 < kAvx512Vnni); kAvx512Vnni,
-// the default, caps nothing. For SetCpuTarget (cpu_target.h).
+// Caps ActiveQGemmTarget at `cap` (kNone < kNeonDot < kAvx2 < kAvx512Vnni;
+// a target above the cap falls to the cap if that has kernels here, else
+// to kNone); kAvx512Vnni, the default, caps nothing. For SetCpuTarget
+// (cpu_target.h).
 void SetQGemmTargetCap(QGemmTarget cap);
 
 // Every target the CPU can run, kNone included (for tests).

@@ -96,6 +96,16 @@ TEST(QGemmTest, ReportsTargets) {
   if (__builtin_cpu_supports("avx512vnni")) {
     EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kAvx512Vnni);
   }
+#elif defined(__aarch64__)
+  // qemu's default CPU "max" has dotprod, so deploy/test-arm-kernels.sh runs
+  // every test below on kNeonDot too; QEMU_CPU=cortex-a53 has none.
+  if (GetQGemmKernels(QGemmTarget::kNeonDot) != nullptr && CpuSupports(QGemmTarget::kNeonDot)) {
+    EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kNeonDot);
+    EXPECT_EQ(Targets().front(), QGemmTarget::kNeonDot);
+  } else {
+    EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kNone);
+    EXPECT_EQ(Targets().size(), 1u);
+  }
 #endif
 }
 
@@ -157,6 +167,10 @@ TEST(QGemmTest, MatMulOnEveryHighwayTargetIsBitIdentical) {
       hwy::SetSupportedTargetsForTest(hwy_target);
       if (hwy_target == HWY_AVX2 && CpuSupports(QGemmTarget::kAvx2)) {
         EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kAvx2);
+      }
+      if (hwy_target == HWY_NEON && GetQGemmKernels(QGemmTarget::kNeonDot) != nullptr &&
+          CpuSupports(QGemmTarget::kNeonDot)) {
+        EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kNeonDot);
       }
       if (hwy_target == HWY_SCALAR || hwy_target == HWY_EMU128) {
         EXPECT_EQ(ActiveQGemmTarget(), QGemmTarget::kNone);

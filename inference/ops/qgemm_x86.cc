@@ -322,18 +322,13 @@ bool CpuSupports(QGemmTarget target) {
              __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && HasF16c();
     case QGemmTarget::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
-    default:
+    case QGemmTarget::kNone:
       return true;
+    default:  // another architecture's
+      return false;
   }
 }
 
 }  // namespace ringlm
 
-#else  // !__x86_64__: no kernels here yet (NEON sdot is still to do).
-
-namespace ringlm {
-const QGemmKernels* GetQGemmKernels(QGemmTarget) { return nullptr; }
-bool CpuSupports(QGemmTarget target) { return target == QGemmTarget::kNone; }
-}  // namespace ringlm
-
-#endif  // __x86_64__
+#endif  // __x86_64__ (other architectures: qgemm_arm.cc)
