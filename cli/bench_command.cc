@@ -14,7 +14,6 @@
 #include "cli/commands.h"
 #include "inference/kernel_flags.h"
 #include "inference/ops/cpu_target.h"
-#include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 #include "inference/stage_engine.h"
 #include "nlohmann/json.hpp"
@@ -188,11 +187,7 @@ int RunBench(const std::vector<std::string>& args) {
   p.AddAlias("-t", "threads");
   p.AddFlag("json", "print the figures as one JSON object instead of a table");
   AddKernelFlags(p);
-  p.AddFlag("fast-prefill",
-            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
-            "may differ in the last bits");
   if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
-  SetFastPrefill(p.GetFlag("fast-prefill"));
   if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
   if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
   BenchSettings s;

@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "inference/generator.h"
 #include "inference/kernel_flags.h"
-#include "inference/ops/matmul.h"
 #include "inference/ops/thread_pool.h"
 
 namespace ringlm {
@@ -33,9 +32,6 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddAlias("-t", "threads");
   p.AddFlag("ignore-eos", "keep generating past the end-of-sequence token");
   AddKernelFlags(p);
-  p.AddFlag("fast-prefill",
-            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
-            "may differ in the last bits");
   p.AddFlag("json", "print one JSON object {prompt_ids, ids, text} instead of streaming");
   p.AddFlag("timings", "print load, prompt and per-token times to stderr at the end");
   p.AddOption("cluster", "HOST:PORT", "generate through a running cluster via this node");
@@ -174,7 +170,6 @@ int RunGenerate(const std::vector<std::string>& args) {
     return Fail(absl::InvalidArgumentError("--model (or --cluster) is required"));
   }
   if (p.Has("cluster")) return GenerateOnCluster(p, *options);
-  SetFastPrefill(p.GetFlag("fast-prefill"));
   if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
   uint32_t ctx = 0;
   if (p.Has("ctx-size")) {

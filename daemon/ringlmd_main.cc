@@ -15,7 +15,6 @@
 #include "daemon/cluster_backend.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
-#include "inference/ops/matmul.h"
 #include "security/cluster_key.h"
 #include "spdlog/spdlog.h"
 
@@ -122,9 +121,6 @@ void AddFlags(ArgParser& p) {
             "take any `model` name in requests (clients with a hard-coded default such as "
             "gpt-3.5-turbo) instead of answering 404");
   AddKernelFlags(p);
-  p.AddFlag("fast-prefill",
-            "faster prompt processing (OpenBLAS on large batches); then cached and uncached runs "
-            "may differ in the last bits");
   p.AddOption("metrics-port", "N",
               "serve GET /metrics (Prometheus) on this port; 0 picks a free one "
               "(default: gRPC port + 1000, or a free one when that is taken; off when the gRPC "
@@ -330,7 +326,6 @@ int Main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(level);
-  SetFastPrefill(p.GetFlag("fast-prefill"));
   const absl::Status kernels = ApplyKernelFlags(p);
   absl::StatusOr<NodeOptions> options = ReadFlags(p);
   absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);

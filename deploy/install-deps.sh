@@ -21,7 +21,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libspdlog-dev libgtest-dev libgmock-dev libcpp-httplib-dev nlohmann-json3-dev
-  libopenblas-dev libhwy-dev libssl-dev
+  libhwy-dev libssl-dev
   clang-format iproute2 curl python3
 )
 if [ "$test_tools" = 1 ]; then
@@ -34,9 +34,8 @@ fi
 if [ "$arm_cross" = 1 ]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)
   # The kernels' libraries for arm64, co-installed with the amd64 ones (same
-  # versions, Multi-Arch: same); OpenBLAS only for cblas.h (matmul.cc).
+  # versions, Multi-Arch: same).
   packages+=(libabsl-dev:arm64 libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64)
-  packages+=(libopenblas-dev:arm64)
 fi
 
 sudo_cmd=()

@@ -13,6 +13,8 @@ void AddKernelFlags(ArgParser& parser) {
                                 absl::StrJoin(RunnableCpuTargets(), ", "),
                                 " on this machine (also RINGLM_CPU_TARGET)"),
                    CpuTargetFromEnvironment());
+  // Once the OpenBLAS prompt path; accepted so that old command lines run.
+  parser.AddFlag("fast-prefill", "no effect (prompt processing is exact and fast by default)");
 }
 
 absl::Status ApplyKernelFlags(const ArgParser& parser) {

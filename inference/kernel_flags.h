@@ -8,7 +8,8 @@
 
 namespace ringlm {
 
-// Declares --cpu-target NAME (default: $RINGLM_CPU_TARGET, else auto).
+// Declares --cpu-target NAME (default: $RINGLM_CPU_TARGET, else auto) and
+// --fast-prefill, which has no effect any more.
 void AddKernelFlags(ArgParser& parser);
 
 // Applies them (call once, after Parse and before computing). The error of

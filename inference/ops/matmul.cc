@@ -5,14 +5,9 @@
 // std::fma, a libm call there: correct but slow).
 #include "inference/ops/matmul.h"
 
-#include <cblas.h>  // types only: OpenBLAS is loaded at run time (LoadBlas)
-#include <dlfcn.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -235,110 +230,11 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
   }
 }
 
-namespace {
-
-// Weight rows dequantized per sgemm call on the GEMM path (overridable with
-// RINGLM_GEMM_TILE_ROWS for tuning).
-int64_t GemmTileRows() {
-  static const int64_t rows = [] {
-    const char* env = std::getenv("RINGLM_GEMM_TILE_ROWS");
-    const int64_t v = env != nullptr ? std::atoll(env) : 0;
-    return v > 0 ? v : int64_t{128};
-  }();
-  return rows;
-}
-
-// OpenBLAS, opened on first use rather than linked, so that we choose its
-// thread count before its constructor reads it: OPENBLAS_NUM_THREADS=1, so it
-// starts no threads of its own (our pool splits the rows; nothing is
-// oversubscribed). A value the user set is left alone; ours is removed again
-// after loading (setenv runs once, on the first large prefill). Its kernel
-// choice (OPENBLAS_CORETYPE) is OpenBLAS's own: we do not force AVX-512
-// kernels, since 0.3.21 is known to misbehave on some newer CPUs. Without
-// OpenBLAS, MatMul keeps its own kernels for every shape.
-struct Blas {
-  using Sgemm = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float,
-                         const float*, int, const float*, int, float, float*, int);
-  Sgemm sgemm = nullptr;
-};
-
-Blas LoadBlas() {
-  bool set_threads = false;
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    set_threads = setenv("OPENBLAS_NUM_THREADS", "1", 0) == 0;
-  }
-  void* lib = nullptr;
-  for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
-    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) break;
-  }
-  if (set_threads) unsetenv("OPENBLAS_NUM_THREADS");
-  Blas blas;
-  if (lib == nullptr) return blas;
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(lib, "openblas_set_num_threads"))) set(1);
-  blas.sgemm = reinterpret_cast<Blas::Sgemm>(dlsym(lib, "cblas_sgemm"));
-  return blas;  // the library stays open for the life of the process
-}
-
-const Blas& GetBlas() {
-  static const Blas blas = LoadBlas();
-  return blas;
-}
-
-// The prefill path (see matmul.h): each thread takes tiles of rows,
-// dequantizes a tile to f32 into its scratch and runs one single-threaded
-// sgemm of all tokens against it: y[t, r0 + i] = sum_k x[t, k] * tile[i, k].
-// Precondition: GetBlas().sgemm != nullptr.
-std::atomic<bool> fast_prefill{false};
-
-void MatMulGemm(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
-                int64_t n_tokens, float* y, ThreadPool* pool) {
-  const Blas::Sgemm sgemm = GetBlas().sgemm;
-  const size_t row_bytes = RowBytes(type, cols);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const int64_t tile = GemmTileRows();
-  const int64_t n_tiles = (rows + tile - 1) / tile;
-  // Tiles are handed out one at a time from a shared counter, so a thread
-  // that is descheduled (a busy machine) does not hold up the others; each
-  // tile's result does not depend on which thread computes it.
-  std::atomic<int64_t> next_tile{0};
-  const int64_t n_workers = pool != nullptr ? std::min<int64_t>(pool->n_threads(), n_tiles) : 1;
-  RunParallel(pool, n_workers, [&](int64_t, int64_t) {
-    thread_local std::vector<float> scratch;
-    for (int64_t ti = next_tile.fetch_add(1, std::memory_order_relaxed); ti < n_tiles;
-         ti = next_tile.fetch_add(1, std::memory_order_relaxed)) {
-      const int64_t r0 = ti * tile;
-      const int64_t nr = std::min(tile, rows - r0);
-      const float* b = nullptr;
-      if (type == TensorType::kF32) {
-        b = reinterpret_cast<const float*>(wb + r0 * row_bytes);
-      } else {
-        const size_t needed = static_cast<size_t>(nr * cols);
-        if (scratch.size() < needed) scratch.resize(needed);
-        for (int64_t i = 0; i < nr; ++i) {
-          DequantizeRowFast(type, wb + (r0 + i) * row_bytes, scratch.data() + i * cols, cols);
-        }
-        b = scratch.data();
-      }
-      sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
-            static_cast<int>(nr), static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), b,
-            static_cast<int>(cols), 0.0f, y + r0, static_cast<int>(rows));
-    }
-  });
-}
-
-}  // namespace
-
 void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
             int64_t n_tokens, float* y, ThreadPool* pool) {
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
-  if (FastPrefillEnabled() && MatMulUsesGemm(rows, cols, n_tokens) && GetBlas().sgemm != nullptr) {
-    MatMulGemm(type, w, rows, cols, x, n_tokens, y, pool);
-    return;
-  }
   // Q8_0/Q4_0: the batch-invariant integer GEMM, for every batch size (its
   // results equal the per-dot kernels' below bit for bit; qgemm_internal.h).
   if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
@@ -433,8 +329,5 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
     }
   });
 }
-
-void SetFastPrefill(bool enabled) { fast_prefill.store(enabled); }
-bool FastPrefillEnabled() { return fast_prefill.load(); }
 
 }  // namespace ringlm

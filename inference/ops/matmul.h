@@ -19,8 +19,8 @@
 //   - Q8_0/Q4_0 dots: per block, 8 exact integer partial sums (4 products
 //     each) are scaled by d_w*d_x (one float product) and FMA-accumulated in 8
 //     float lanes; the lanes are reduced by halving. Both orders agree. On x86
-//     with AVX2 or AVX512-VNNI these are computed, for every batch size, by
-//     the register-tiled integer GEMM of qgemm_internal.h (same bits).
+//     with AVX2 or AVX512-VNNI, and on ARM with dotprod, these are computed, for every batch size,
+//     by the register-tiled integer GEMM of qgemm_internal.h (same bits).
 //   - Q4_K/Q6_K weights quantize x to Q8_K (QuantizeRowQ8_K) and follow
 //     ggml_vec_dot_q{4,6}_K_q8_K's AVX2 code: per 256-value super-block, 8
 //     exact integer lane sums (lane = (position % 32) / 4) are FMA-scaled by
@@ -29,19 +29,6 @@
 //     agree.
 // Single-threaded and multi-threaded results are bit-identical.
 //
-// Exception, the prefill GEMM path, off unless SetFastPrefill(true): when it
-// is on and MatMulUsesGemm(...) holds (at least
-// kGemmMinTokens tokens and rows * cols >= kGemmMinElements), MatMul
-// dequantizes tiles of weight rows to f32 and multiplies them with the
-// unconverted f32 activations by OpenBLAS sgemm (single-threaded; our pool
-// splits the rows; OpenBLAS is opened at run time, and if it cannot be, the
-// ggml-order kernels run instead). That is not ggml's rounding: each result
-// is a plain f32 dot of the dequantized weights with x, within about 1e-5
-// relative of the exact one (tests: 1e-4), and more accurate than ggml's,
-// which quantizes x.
-// Its results do not depend on the thread count either. The bundled test
-// model (matrices <= 512 x 64 = 2^15 values) and the bit-exact tests (< 32
-// tokens) never reach it; tinyllama's K/V projections (256 x 2048) do.
 #ifndef RINGLM_INFERENCE_OPS_MATMUL_H_
 #define RINGLM_INFERENCE_OPS_MATMUL_H_
 
@@ -61,24 +48,6 @@ enum class DotOrder {
 // The order MatMul uses for these shapes: ggml's batch rule, applied to every
 // batch size (n_tokens is ignored; see above).
 DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens);
-
-// Thresholds of the GEMM path (see above).
-inline constexpr int64_t kGemmMinTokens = 32;
-inline constexpr int64_t kGemmMinElements = int64_t{1} << 18;
-
-// Whether MatMul takes the GEMM path for these shapes when fast prefill is on.
-inline bool MatMulUsesGemm(int64_t rows, int64_t cols, int64_t n_tokens) {
-  return n_tokens >= kGemmMinTokens && rows * cols >= kGemmMinElements;
-}
-
-// Turns the GEMM path on or off for the whole process (default: off).
-// Off, every position's result is the same however the positions are
-// batched, so a prompt continued from a prefix cache gives exactly the
-// tokens of an uncached run. On, large prefills are several times faster,
-// but a position's last bits depend on whether it was computed in a large
-// batch: cached and uncached runs can then differ, rarely, in greedy output.
-void SetFastPrefill(bool enabled);
-bool FastPrefillEnabled();
 
 // y[t * rows + r] = dot(W row r, x row t) for t < n_tokens, r < rows.
 // W: `rows` rows of `cols` values of `type` (GGUF layout: ne0 = cols, rows

@@ -53,10 +53,6 @@ void FloatTiledDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0
 // used by targets without FMA, where a vector mul+add would round twice.
 float DotOneScalar(const DotJob& job, int64_t r, int64_t t);
 
-// DequantizeRow with SIMD for F16, BF16, Q8_0 and Q4_0 (bit-identical to
-// it; other types call it). Used by MatMul's GEMM path. Hot.
-void DequantizeRowFast(TensorType type, const void* src, float* dst, int64_t n);
-
 // Reduces `lanes` floats by halving: v[i] += v[i + width] for width =
 // lanes/2, ..., 1 (the order of _mm512_reduce_add_ps and hsum_float_8).
 template <int kLanes>

@@ -228,9 +228,8 @@ TEST(MatMulTest, QuantizedHandCase) {
   EXPECT_FLOAT_EQ(y, -2032.0f * 0.5f * dx);
 }
 
-TEST(MatMulTest, FastPrefillIsOffByDefaultAndBatchingNeverChangesResults) {
-  EXPECT_FALSE(FastPrefillEnabled());
-  // Off, a position's result is the same alone or in a large batch.
+TEST(MatMulTest, BatchingNeverChangesResults) {
+  // A position's result is the same alone or in a large batch.
   const int64_t rows = 512, cols = 1024, n = 40;
   std::vector<float> x(n * cols);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i);
@@ -256,87 +255,6 @@ TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
   MatMul(TensorType::kF32, w.data(), 1, 64, x.data(), 0, &y, nullptr);
   MatMul(TensorType::kF32, w.data(), 0, 64, x.data(), 1, &y, nullptr);
   EXPECT_EQ(y, 123.0f);
-}
-
-TEST(MatMulTest, GemmThresholdIsAboveEveryBitExactShape) {
-  // The bundled model's largest matrix and the shapes tested bit for bit.
-  EXPECT_FALSE(MatMulUsesGemm(512, 64, 63));
-  EXPECT_FALSE(MatMulUsesGemm(512, 172, 63));
-  EXPECT_FALSE(MatMulUsesGemm(130, 4096, 5));
-  EXPECT_FALSE(MatMulUsesGemm(2048, 2048, 31));  // too few tokens
-  EXPECT_FALSE(MatMulUsesGemm(255, 1024, 128));  // too small
-  EXPECT_TRUE(MatMulUsesGemm(256, 1024, 32));
-}
-
-// SIMD dequantization equals DequantizeRow bit for bit on every target.
-TEST(MatMulTest, DequantizeRowFastMatchesDequantizeRow) {
-  std::mt19937 rng(11);
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    for (TensorType type : kTypes) {
-      for (int64_t cols : {1, 7, 32, 96, 256, 1280}) {
-        if (cols % TraitsOf(type).block_size != 0) continue;
-        const std::vector<float> wf = RandomVector(cols, rng);
-        const std::vector<uint8_t> w = MakeWeights(type, wf, 1, cols);
-        std::vector<float> want(cols), got(cols, NAN);
-        DequantizeRow(type, w.data(), want.data(), cols);
-        DequantizeRowFast(type, w.data(), got.data(), cols);
-        for (int64_t i = 0; i < cols; ++i) {
-          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-              << hwy::TargetName(target) << " " << TraitsOf(type).name << " i=" << i;
-        }
-      }
-    }
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-// The GEMM path (large matrices, >= 32 tokens): every output is within 1e-4
-// (relative to sum |w * x|) of the exact dot of the dequantized weights with
-// the f32 activations, and does not depend on the thread count.
-TEST(MatMulTest, GemmPathMatchesExactDotOfDequantizedWeights) {
-  SetFastPrefill(true);
-  struct Reset {
-    ~Reset() { SetFastPrefill(false); }
-  } reset;
-  std::mt19937 rng(3);
-  ThreadPool pool2(2);
-  ThreadPool pool3(3);
-  struct Shape {
-    int64_t rows, cols, n_tokens;
-  };
-  for (const Shape s : {Shape{1024, 1024, 32}, Shape{300, 3584, 37}}) {
-    ASSERT_TRUE(MatMulUsesGemm(s.rows, s.cols, s.n_tokens));
-    for (TensorType type : kTypes) {
-      if (s.cols % TraitsOf(type).block_size != 0) continue;
-      const std::vector<float> wf = RandomVector(s.rows * s.cols, rng);
-      const std::vector<uint8_t> w = MakeWeights(type, wf, s.rows, s.cols);
-      const size_t row_bytes = w.size() / s.rows;
-      const std::vector<float> x = RandomVector(s.n_tokens * s.cols, rng);
-      std::vector<float> y1(s.n_tokens * s.rows, NAN), y2(y1.size(), NAN), y3(y1.size(), NAN);
-      MatMul(type, w.data(), s.rows, s.cols, x.data(), s.n_tokens, y1.data(), nullptr);
-      MatMul(type, w.data(), s.rows, s.cols, x.data(), s.n_tokens, y2.data(), &pool2);
-      MatMul(type, w.data(), s.rows, s.cols, x.data(), s.n_tokens, y3.data(), &pool3);
-      std::vector<float> wd(s.cols);
-      for (int64_t r = 0; r < s.rows; ++r) {
-        DequantizeRow(type, w.data() + r * row_bytes, wd.data(), s.cols);
-        for (int64_t t = 0; t < s.n_tokens; ++t) {
-          const float* xt = x.data() + t * s.cols;
-          double dot = 0.0, mag = 0.0;
-          for (int64_t i = 0; i < s.cols; ++i) {
-            dot += static_cast<double>(wd[i]) * xt[i];
-            mag += std::fabs(static_cast<double>(wd[i]) * xt[i]);
-          }
-          const float got = y1[t * s.rows + r];
-          ASSERT_LE(std::fabs(got - dot), 1e-4 * mag)
-              << TraitsOf(type).name << " r=" << r << " t=" << t << " got " << got << " exact "
-              << dot;
-          ASSERT_EQ(std::bit_cast<uint32_t>(y2[t * s.rows + r]), std::bit_cast<uint32_t>(got));
-          ASSERT_EQ(std::bit_cast<uint32_t>(y3[t * s.rows + r]), std::bit_cast<uint32_t>(got));
-        }
-      }
-    }
-  }
 }
 
 }  // namespace
