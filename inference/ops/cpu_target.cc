@@ -34,19 +34,20 @@ struct Path {
   const char* name;
   int64_t needs_hwy;    // one of these Highway targets must run here
   int64_t disable_hwy;  // Highway targets the path turns off
-  QGemmTarget qgemm;    // cap on (and, unless kNone or kNeonDot, need of) the integer dots
+  QGemmTarget qgemm;    // cap on the integer dots (qgemm_internal.h)
+  bool needs_qgemm;     // whether the capped target's kernels must run here
 };
 
 // Best first; "auto" is handled apart.
 constexpr Path kPaths[] = {
-    {"avx512vnni", kAvx3Any, 0, QGemmTarget::kAvx512Vnni},
-    {"avx512", HWY_AVX3, kAvx3Newer, QGemmTarget::kAvx2},
-    {"avx2", HWY_AVX2, kAvx3Any, QGemmTarget::kAvx2},
+    {"avx512vnni", kAvx3Any, 0, QGemmTarget::kAvx512Vnni, true},
+    {"avx512", HWY_AVX3, kAvx3Newer, QGemmTarget::kAvx2, true},
+    {"avx2", HWY_AVX2, kAvx3Any, QGemmTarget::kAvx2, true},
     // Dotprod is optional on ARM: without it "neon" runs MatMul's per-dot
     // NEON kernels, so kNeonDot caps nothing and is not needed.
-    {"neon", HWY_NEON, kArmSve, QGemmTarget::kNeonDot},
+    {"neon", HWY_NEON, kArmSve, QGemmTarget::kNeonDot, false},
     // Compiled in only where it is not the baseline (x86, not ARM).
-    {"scalar", HWY_SCALAR | HWY_EMU128, kX86Simd | kArmSimd, QGemmTarget::kNone},
+    {"scalar", HWY_SCALAR | HWY_EMU128, kX86Simd | kArmSimd, QGemmTarget::kNone, false},
 };
 
 // What the CPU and build run before any cap: read once, before the first
@@ -58,8 +59,7 @@ int64_t NativeHwyTargets() {
 
 bool Runnable(const Path& p) {
   if ((NativeHwyTargets() & p.needs_hwy) == 0) return false;
-  return p.qgemm == QGemmTarget::kNone || p.qgemm == QGemmTarget::kNeonDot ||
-         (GetQGemmKernels(p.qgemm) != nullptr && CpuSupports(p.qgemm));
+  return !p.needs_qgemm || (GetQGemmKernels(p.qgemm) != nullptr && CpuSupports(p.qgemm));
 }
 
 }  // namespace
