@@ -10,8 +10,8 @@ void AddKernelFlags(ArgParser& parser) {
   parser.AddOption("cpu-target", "NAME",
                    absl::StrCat("instruction-set path of the kernels, to measure another "
                                 "machine's (same results, other speed): ",
-                                absl::StrJoin(RunnableCpuTargets(), ", "),
-                                " on this machine (also RINGLM_CPU_TARGET)"),
+                                absl::StrJoin(CompiledCpuTargets(), ", "),
+                                ", as far as this CPU runs them (also RINGLM_CPU_TARGET)"),
                    CpuTargetFromEnvironment());
   // Once the OpenBLAS prompt path; accepted so that old command lines run.
   parser.AddFlag("fast-prefill", "no effect (prompt processing is exact and fast by default)");

@@ -82,11 +82,9 @@ absl::Status SetCpuTarget(std::string_view name) {
     SetQGemmTargetCap(p.qgemm);
     return absl::OkStatus();
   }
-  std::vector<std::string> all;
-  for (const Path& p : kPaths) all.push_back(p.name);
-  all.push_back("auto");
   return absl::InvalidArgumentError(absl::StrCat("unknown CPU target \"", std::string(name),
-                                                 "\"; the names are ", absl::StrJoin(all, ", ")));
+                                                 "\"; the names are ",
+                                                 absl::StrJoin(CompiledCpuTargets(), ", ")));
 }
 
 std::string ActiveCpuTargetName() {
@@ -103,6 +101,15 @@ std::vector<std::string> RunnableCpuTargets() {
   std::vector<std::string> names;
   for (const Path& p : kPaths) {
     if (Runnable(p)) names.push_back(p.name);
+  }
+  names.push_back("auto");
+  return names;
+}
+
+std::vector<std::string> CompiledCpuTargets() {
+  std::vector<std::string> names;
+  for (const Path& p : kPaths) {
+    if ((HWY_TARGETS & p.needs_hwy) != 0) names.push_back(p.name);
   }
   names.push_back("auto");
   return names;

@@ -40,6 +40,10 @@ std::string ActiveCpuTargetName();
 // The names SetCpuTarget accepts on this machine, best first, "auto" last.
 std::vector<std::string> RunnableCpuTargets();
 
+// The names this build knows for its architecture, best first, "auto" last:
+// the same on every CPU, for help texts (some may not run here).
+std::vector<std::string> CompiledCpuTargets();
+
 // The value of RINGLM_CPU_TARGET, or "auto" when it is unset or empty: the
 // default of the --cpu-target flags.
 std::string CpuTargetFromEnvironment();

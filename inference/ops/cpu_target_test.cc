@@ -67,6 +67,18 @@ TEST_F(CpuTargetTest, EveryRunnablePathIsTheOneThatRunsAndGivesTheSameBits) {
   }
 }
 
+TEST_F(CpuTargetTest, CompiledNamesAreTheSameOnEveryCpuAndHoldTheRunnableOnes) {
+  const std::vector<std::string> compiled = CompiledCpuTargets();
+#if defined(__x86_64__)
+  EXPECT_EQ(compiled, (std::vector<std::string>{"avx512vnni", "avx512", "avx2", "scalar", "auto"}));
+#elif defined(__aarch64__)
+  EXPECT_EQ(compiled, (std::vector<std::string>{"neon", "auto"}));
+#endif
+  for (const std::string& name : RunnableCpuTargets()) {
+    EXPECT_NE(std::find(compiled.begin(), compiled.end(), name), compiled.end()) << name;
+  }
+}
+
 bool IsRunnable(const std::string& name) {
   const std::vector<std::string> names = RunnableCpuTargets();
   return std::find(names.begin(), names.end(), name) != names.end();
