@@ -142,11 +142,6 @@ std::string OriginRegistry::StageRequestId(const std::string& request_id, uint32
 }
 
 void OriginRegistry::BeginPromptLocked(Active& a) {
-  const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
-  const uint32_t max_tokens = active_.size() > 1
-                                  ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
-                                  : options_.max_chunk_tokens;
-  a.chunk = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, max_tokens)));
   a.prompt_end = static_cast<uint32_t>(a.request.prompt.size() + a.reply.size());
   a.sent = a.request.reuse_len;
   a.noted_positions = 0;
@@ -160,6 +155,19 @@ uint32_t OriginRegistry::InFlight(const Active& a) {
 
 bool OriginRegistry::SendsPrompt(const Active& a) {
   return !a.recovering && a.reply.size() == a.attempt_start && a.sent < a.prompt_end;
+}
+
+bool OriginRegistry::Streams(const Active& a) {
+  return !a.recovering && a.prompt_end > 0 && a.sent >= a.prompt_end;
+}
+
+uint32_t OriginRegistry::ChunkTokensLocked() const {
+  const bool busy = std::any_of(active_.begin(), active_.end(),
+                                [](const auto& entry) { return Streams(entry.second); });
+  const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
+  const uint32_t tokens = busy ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
+                               : options_.max_chunk_tokens;
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, tokens)));
 }
 
 void OriginRegistry::SchedulePumpLocked() {
@@ -185,6 +193,7 @@ void OriginRegistry::PumpPrompts() {
       if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
     std::sort(waiting.begin(), waiting.end());
+    const uint32_t chunk = ChunkTokensLocked();
     // One chunk per request and round, oldest first, so that every stage
     // finds many sessions' chunks to batch. A request with nothing in
     // flight may always send one.
@@ -192,10 +201,10 @@ void OriginRegistry::PumpPrompts() {
       sent_any = false;
       for (const auto& [order, a] : waiting) {
         if (a->sent >= a->prompt_end) continue;
-        const uint32_t end = std::min(a->prompt_end, a->sent + a->chunk);
+        const uint32_t end = std::min(a->prompt_end, a->sent + chunk);
         const uint64_t budget =
             std::max<uint64_t>(options_.max_prompt_positions_in_flight,
-                               uint64_t{a->chunk} * (a->request.plan.stages_size() + 1));
+                               uint64_t{chunk} * (a->request.plan.stages_size() + 1));
         if (InFlight(*a) > 0 && in_flight + (end - a->sent) > budget) continue;
         out.push_back({a->request.request_id, a->attempt, a->request.plan.stages(0).node_id(),
                        PromptStepLocked(*a, a->sent, end)});

@@ -49,9 +49,11 @@ struct OriginOptions {
   // Prompt chunks stay below this many bytes of hidden state per message.
   uint64_t max_chunk_bytes = 8 << 20;
   uint32_t max_chunk_tokens = 512;
-  // When other requests of this origin are running, prompt chunks are this
-  // small instead, so that their decode steps, batched with each chunk at
-  // every stage, wait for a short chunk rather than a long one.
+  // While another request of this origin streams its reply, prompt chunks
+  // are this small instead, so that its decode steps, batched with each
+  // chunk at every stage, wait for a short chunk rather than a long one.
+  // Chosen chunk by chunk: a long prompt that began alone shrinks its
+  // chunks when a stream starts, and grows them again when the streams end.
   uint32_t busy_chunk_tokens = 16;
   // Prompt positions this origin has sent to stage 0 and no last stage has
   // noted yet (each notes every chunk it finishes), over all its requests:
@@ -198,10 +200,10 @@ class OriginRegistry {
     // for ever.
     uint32_t noted_positions = 0;
     // This attempt's prompt, going in: it sends positions [reuse_len,
-    // prompt_end) in chunks of `chunk`, and has sent them up to `sent`.
+    // prompt_end) in chunks (ChunkTokensLocked), and has sent them up to
+    // `sent`.
     uint32_t prompt_end = 0;
     uint32_t sent = 0;
-    uint32_t chunk = 0;
     uint64_t order = 0;  // requests send their prompts in this order
   };
   // One line per request at its end: id, tokens in/out, cached, TTFT,
@@ -217,6 +219,11 @@ class OriginRegistry {
   // first token is back), and whether it has more to send.
   static uint32_t InFlight(const Active& a);
   static bool SendsPrompt(const Active& a);
+  // Whether `a` has sent all its prompt (it decodes, or soon will).
+  static bool Streams(const Active& a);
+  // Prompt tokens per chunk now: busy_chunk_tokens while some request
+  // streams, max_chunk_tokens otherwise, within max_chunk_bytes.
+  uint32_t ChunkTokensLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Asks the sender thread to run PumpPrompts (once, however often asked).
   void SchedulePumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the sender thread, the only one that sends prompt steps (so each

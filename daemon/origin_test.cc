@@ -121,6 +121,18 @@ class OriginRecoveryTest : public ::testing::Test {
     return "req-1";
   }
 
+  // Starts request `id` (session `id`) on plan o, b, c with an n-token
+  // prompt, its events ignored.
+  void StartPrompt(const std::string& id, uint32_t n, int max_tokens) {
+    OriginRequest r;
+    r.request_id = id;
+    r.session_id = id;
+    r.plan = PlanOf({"o", "b", "c"}, 1);
+    for (uint32_t i = 0; i < n; ++i) r.prompt.push_back(static_cast<int32_t>(100 + i));
+    r.limits.set_max_tokens(max_tokens);
+    ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
+  }
+
   // A token (or error) from node `from` for attempt `attempt`.
   absl::StatusOr<bool> Deliver(const std::string& from, uint32_t attempt, uint32_t index,
                                int32_t token, bool last = false) {
@@ -353,6 +365,56 @@ TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
   EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2, 1}));
 }
 
+// The chunk is chosen chunk by chunk: a long prompt that began alone goes
+// in short chunks once another request streams, and in long ones again when
+// that stream ends.
+TEST_F(OriginRecoveryTest, APromptsChunksShrinkWhileAnotherRequestStreams) {
+  OriginOptions options;
+  options.max_chunk_tokens = 4;
+  options.busy_chunk_tokens = 2;
+  options.max_prompt_positions_in_flight = 4;  // alone: 4 chunks (3 stages + 1)
+  Start(options);
+  auto start = [&](const std::string& id, uint32_t n) { StartPrompt(id, n, 2); };
+  auto deliver = [&](const std::string& id, auto&& edit) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(id + "#0");
+    edit(d);
+    return origin_->Deliver(d, "c");
+  };
+  auto note = [&](const std::string& id, uint32_t positions) {
+    return deliver(id, [&](v1::DeliverTokenRequest& d) { d.set_prompt_positions(positions); });
+  };
+  auto token = [&](const std::string& id, uint32_t index, bool last) {
+    return deliver(id, [&](v1::DeliverTokenRequest& d) {
+      d.set_index(index);
+      d.set_token(7);
+      if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    });
+  };
+  // Steps [from, to] (1-based) as "request@position+tokens".
+  auto sent = [&](size_t from, size_t to) {
+    std::vector<std::string> out;
+    for (size_t n = from; n <= to; ++n) {
+      const v1::StageStepRequest step = transport_.WaitStep(n).second;
+      out.push_back(absl::StrCat(step.request_id(), "@", step.position(), "+", step.tokens_size()));
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  start("a", 40);  // alone: long chunks
+  EXPECT_EQ(sent(1, 4), (V{"a#0@0+4", "a#0@4+4", "a#0@8+4", "a#0@12+4"}));
+  start("b", 3);  // a prompt too, so still long: b's goes in one step
+  EXPECT_EQ(sent(5, 5), (V{"b#0@0+3"}));
+  ASSERT_TRUE(token("b", 0, false).ok());  // b streams
+  ASSERT_TRUE(note("a", 12).ok());         // room for 4 positions in short chunks
+  EXPECT_EQ(sent(6, 7), (V{"a#0@16+2", "a#0@18+2"}));
+  ASSERT_TRUE(token("b", 1, true).ok());  // b ends: a is alone again
+  ASSERT_TRUE(note("a", 20).ok());
+  EXPECT_EQ(sent(8, 11), (V{"a#0@20+4", "a#0@24+4", "a#0@28+4", "a#0@32+4"}));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(transport_.steps(), 11u);
+}
+
 // Prompts go in no further ahead of their last stage's notes than the
 // in-flight bound allows, taking turns a chunk each, oldest first; a request
 // with nothing in flight may always send one chunk.
@@ -362,15 +424,7 @@ TEST_F(OriginRecoveryTest, PromptsTakeTurnsWithinTheInFlightBound) {
   options.busy_chunk_tokens = 4;
   options.max_prompt_positions_in_flight = 16;  // = 4 chunks (3 stages + 1)
   Start(options);
-  auto start = [&](const std::string& id, uint32_t n) {
-    OriginRequest r;
-    r.request_id = id;
-    r.session_id = id;
-    r.plan = PlanOf({"o", "b", "c"}, 1);
-    for (uint32_t i = 0; i < n; ++i) r.prompt.push_back(static_cast<int32_t>(100 + i));
-    r.limits.set_max_tokens(5);
-    ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
-  };
+  auto start = [&](const std::string& id, uint32_t n) { StartPrompt(id, n, 5); };
   auto note = [&](const std::string& id, uint32_t positions) {
     v1::DeliverTokenRequest d;
     d.set_request_id(id + "#0");

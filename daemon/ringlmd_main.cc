@@ -80,8 +80,9 @@ void AddFlags(ArgParser& p) {
   p.AddOption("recovery-timeout-ms", "MS",
               "how long a recovering request waits for the nodes to agree on a new plan", "15000");
   p.AddOption("busy-prefill-chunk", "N",
-              "prompt tokens per step while other requests run (smaller keeps their streams "
-              "moving during a long prefill; alone, a prompt goes in steps of 512)",
+              "prompt tokens per step while another request streams its reply (smaller keeps "
+              "the streams moving during a long prefill; otherwise a prompt goes in steps of "
+              "512)",
               "16");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");

@@ -23,8 +23,16 @@ token) and "before" the 3 s or more before it, once every stream has its
 first 5 tokens; ratio is during/before. Give the
 streams enough --max-tokens to outlast the prefill.
 
+With --long-prompt N --long-first the long prompt goes first, alone, and the
+streams arrive 1 s into its prefill. It prints
+
+  streams  prefill_tokens  prefill_s  ttft_p50_ms  ttft_max_ms  itl_p99_during_ms  gaps_during
+
+with the streams' time to first token from their arrival, and the p99 time
+between their tokens until the long prompt's first token.
+
   deploy/bench-concurrency.py --server 127.0.0.1:8080 [--streams 1,2,4,8,16] [--max-tokens 48]
-      [--ignore-eos] [--long-prompt 1500]
+      [--ignore-eos] [--long-prompt 1500 [--long-first]]
 """
 import argparse
 import statistics
@@ -57,9 +65,10 @@ def stream_completion(address, prompt, max_tokens, ignore_eos, out, arrivals=Non
     out.append((arrivals, tokens))
 
 
-def long_prefill(address, n_tokens, out):
-    """Appends (start, first token time) of one request with an n-token prompt."""
-    fields = {"prompt": [1] + [1000 + (7 * i) % 20000 for i in range(n_tokens - 1)],
+def long_prefill(address, n_tokens, salt, out):
+    """Appends (start, first token time) of one request with an n-token prompt
+    (a different one for each salt, so no round finds it cached)."""
+    fields = {"prompt": [1] + [1000 + (7 * i + 101 * salt) % 20000 for i in range(n_tokens - 1)],
               "max_tokens": 1, "temperature": 0, "stream": True}
     start = time.monotonic()
     for chunk in stream_chunks(address, "/v1/completions", fields, timeout=900):
@@ -87,7 +96,8 @@ def run_with_long_prompt(address, streams, max_tokens, ignore_eos, n_prompt):
     while not errors and any(len(a) < 5 for a in live) and any(t.is_alive() for t in threads):
         time.sleep(0.05)
     time.sleep(3.0)
-    long_thread = threading.Thread(target=long_prefill, args=(address, n_prompt, long_result))
+    long_thread = threading.Thread(target=long_prefill,
+                                   args=(address, n_prompt, streams, long_result))
     long_thread.start()
     long_thread.join()
     for t in threads:
@@ -107,6 +117,36 @@ def run_with_long_prompt(address, streams, max_tokens, ignore_eos, n_prompt):
     p99_during = percentile(during, 0.99) * 1000 if during else 0
     return (first - start, p99_before, p99_during,
             p99_during / p99_before if p99_before > 0 else 0, len(during))
+
+
+def run_arriving_during_long_prompt(address, streams, max_tokens, ignore_eos, n_prompt):
+    results, errors, long_result = [], [], []
+
+    def worker(i):
+        words = " ".join(WORDS[(i * 3 + k) % len(WORDS)] for k in range(6))
+        try:
+            stream_completion(address, f"Long ago, near the {words},", max_tokens, ignore_eos,
+                              results)
+        except Exception as e:
+            errors.append(e)
+
+    long_thread = threading.Thread(target=long_prefill,
+                                   args=(address, n_prompt, streams, long_result))
+    long_thread.start()
+    time.sleep(1.0)
+    arrival = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(streams)]
+    for t in threads:
+        t.start()
+    for t in threads + [long_thread]:
+        t.join()
+    if errors or not long_result or any(not a for a, _ in results):
+        raise SystemExit(f"{streams} streams after a long prompt: {errors[:1] or 'no reply'}")
+    start, first = long_result[0]
+    ttfts = [arrivals[0] - arrival for arrivals, _ in results]
+    during = [b - a for arrivals, _ in results for a, b in zip(arrivals, arrivals[1:]) if a < first]
+    return (first - start, statistics.median(ttfts) * 1000, max(ttfts) * 1000,
+            percentile(during, 0.99) * 1000 if during else 0, len(during))
 
 
 def percentile(values, p):
@@ -158,7 +198,18 @@ def main():
                         help="send llama-server's ignore_eos (not for ringlm)")
     parser.add_argument("--long-prompt", type=int, default=0,
                         help="measure the streams while a prompt of this many tokens is prefilled")
+    parser.add_argument("--long-first", action="store_true",
+                        help="with --long-prompt: the streams arrive during its prefill")
     args = parser.parse_args()
+    if args.long_prompt > 0 and args.long_first:
+        print(f"{'streams':>7} {'prefill_tokens':>14} {'prefill_s':>9} {'ttft_p50_ms':>11} "
+              f"{'ttft_max_ms':>11} {'itl_p99_during_ms':>17} {'gaps_during':>11}", flush=True)
+        for n in (int(s) for s in args.streams.split(",")):
+            seconds, ttft_p50, ttft_max, during, gaps = run_arriving_during_long_prompt(
+                args.server, n, args.max_tokens, args.ignore_eos, args.long_prompt)
+            print(f"{n:>7} {args.long_prompt:>14} {seconds:>9.2f} {ttft_p50:>11.1f} "
+                  f"{ttft_max:>11.1f} {during:>17.1f} {gaps:>11}", flush=True)
+        return
     if args.long_prompt > 0:
         print(f"{'streams':>7} {'prefill_tokens':>14} {'prefill_s':>9} {'itl_p99_before_ms':>17} "
               f"{'itl_p99_during_ms':>17} {'ratio':>6} {'gaps_during':>11}", flush=True)
