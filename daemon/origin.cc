@@ -161,9 +161,7 @@ bool OriginRegistry::Streams(const Active& a) {
   return !a.recovering && a.prompt_end > 0 && a.sent >= a.prompt_end;
 }
 
-uint32_t OriginRegistry::ChunkTokensLocked() const {
-  const bool busy = std::any_of(active_.begin(), active_.end(),
-                                [](const auto& entry) { return Streams(entry.second); });
+uint32_t OriginRegistry::ChunkTokens(bool busy) const {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
   const uint32_t tokens = busy ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
                                : options_.max_chunk_tokens;
@@ -187,13 +185,15 @@ void OriginRegistry::PumpPrompts() {
     absl::MutexLock lock(&mu_);
     pump_posted_ = false;
     uint64_t in_flight = 0;
+    bool busy = false;                                  // some request streams
     std::vector<std::pair<uint64_t, Active*>> waiting;  // order, request
     for (auto& [id, a] : active_) {
       in_flight += InFlight(a);
+      busy = busy || Streams(a);
       if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
     std::sort(waiting.begin(), waiting.end());
-    const uint32_t chunk = ChunkTokensLocked();
+    const uint32_t chunk = ChunkTokens(busy);
     // One chunk per request and round, oldest first, so that every stage
     // finds many sessions' chunks to batch. A request with nothing in
     // flight may always send one.

@@ -200,7 +200,7 @@ class OriginRegistry {
     // for ever.
     uint32_t noted_positions = 0;
     // This attempt's prompt, going in: it sends positions [reuse_len,
-    // prompt_end) in chunks (ChunkTokensLocked), and has sent them up to
+    // prompt_end) in chunks (ChunkTokens), and has sent them up to
     // `sent`.
     uint32_t prompt_end = 0;
     uint32_t sent = 0;
@@ -221,9 +221,9 @@ class OriginRegistry {
   static bool SendsPrompt(const Active& a);
   // Whether `a` has sent all its prompt (it decodes, or soon will).
   static bool Streams(const Active& a);
-  // Prompt tokens per chunk now: busy_chunk_tokens while some request
-  // streams, max_chunk_tokens otherwise, within max_chunk_bytes.
-  uint32_t ChunkTokensLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Prompt tokens per chunk: busy_chunk_tokens while some request streams
+  // (`busy`), max_chunk_tokens otherwise, within max_chunk_bytes.
+  uint32_t ChunkTokens(bool busy) const;
   // Asks the sender thread to run PumpPrompts (once, however often asked).
   void SchedulePumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the sender thread, the only one that sends prompt steps (so each
