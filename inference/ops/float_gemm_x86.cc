@@ -22,17 +22,20 @@ namespace {
 
 // 8 weights of element k, as f32 (exact).
 struct LoadF32 {
+  static constexpr size_t kBytes = 4;
   RINGLM_AVX2_TARGET static __m256 At(const void* row, int64_t k) {
     return _mm256_loadu_ps(static_cast<const float*>(row) + k);
   }
 };
 struct LoadF16 {
+  static constexpr size_t kBytes = 2;
   RINGLM_AVX2_TARGET static __m256 At(const void* row, int64_t k) {
     return _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k)));
   }
 };
 struct LoadBf16 {
+  static constexpr size_t kBytes = 2;
   RINGLM_AVX2_TARGET static __m256 At(const void* row, int64_t k) {
     const __m128i h =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k));
@@ -41,15 +44,21 @@ struct LoadBf16 {
 };
 
 // out[i * T + j] = dot(row i, token j) for R rows (row_bytes apart) and T
-// tokens (x rows `cols` apart). Precondition: cols % 16 == 0.
+// tokens (x rows `cols` apart). Precondition: cols % 16 == 0. With one token
+// (decode), the R rows kAheadRows further on are fetched meanwhile.
 template <typename Load, int R, int T>
 RINGLM_AVX2_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
                              float* out) {
+  constexpr size_t kAheadRows = 8;
+  constexpr size_t kStepBytes = R * 16 * Load::kBytes;  // R rows' bytes per step, contiguous
   __m256 acc[R][T][2];
   for (int i = 0; i < R; ++i) {
     for (int j = 0; j < T; ++j) acc[i][j][0] = acc[i][j][1] = _mm256_setzero_ps();
   }
   for (int64_t k = 0; k < cols; k += 16) {
+    if constexpr (T == 1) {
+      PrefetchAhead<kStepBytes>(w + kAheadRows * row_bytes + (k / 16) * kStepBytes);
+    }
     for (int i = 0; i < R; ++i) {
       const void* row = w + i * row_bytes;
       const __m256 w0 = Load::At(row, k);

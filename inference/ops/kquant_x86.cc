@@ -59,7 +59,7 @@ RINGLM_AVX2_TARGET inline __m256i Q4_KScalesMins(const uint8_t* packed) {
 // exactly as for T = 1.
 template <int T>
 RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
-                                    float* out) {
+                                    const uint8_t* ahead, float* out) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T];
   __m128 acc_m[T];
@@ -68,6 +68,7 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
     acc_m[t] = _mm_setzero_ps();
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if constexpr (T == 1) PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
     const float wdmin = Fp16ToFp32(w[b].dmin);
     const __m256i scales_mins = Q4_KScalesMins(w[b].scales);
@@ -109,13 +110,14 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
 // One Q6_K row against T tokens, unpacked once per half super-block.
 template <int T>
 RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
-                                    float* out) {
+                                    const uint8_t* ahead, float* out) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m3 = _mm256_set1_epi8(0x03);
   const __m256i k32 = _mm256_set1_epi8(32);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
+    if constexpr (T == 1) PrefetchAhead<sizeof(BlockQ6_K)>(ahead + b * sizeof(BlockQ6_K));
     const float wd = Fp16ToFp32(w[b].d);
     __m256i sumi[T];
     for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
@@ -154,16 +156,19 @@ RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* 
   for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]);
 }
 
-// Dot of one row with tokens [t, t + T), T <= 4, for the row's type.
+// Dot of one row with tokens [t, t + T), T <= 4, for the row's type. With
+// one token (decode), the row kAheadRows further on is fetched meanwhile.
 template <int T>
 RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t, int64_t nb,
                                   float* out) {
+  constexpr size_t kAheadRows = 8;
   const BlockQ8_K* x[T];
   for (int i = 0; i < T; ++i) x[i] = job.x_q8_k + (t + i) * nb;
+  const uint8_t* ahead = static_cast<const uint8_t*>(row) + kAheadRows * job.row_bytes;
   if (job.type == TensorType::kQ4_K) {
-    DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, out);
+    DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
   } else {
-    DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, out);
+    DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
   }
 }
 

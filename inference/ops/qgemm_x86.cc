@@ -129,6 +129,8 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
     const __m512 dx = _mm512_set1_ps(*reinterpret_cast<const float*>(xb + 64));
     __m512i xcorr;
     if constexpr (kQ4) xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
+    // The next tile of 2 * RP rows follows this one.
+    PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
     for (int j = 0; j < RP; ++j) {
       const uint8_t* blk0 = w + (2 * j) * row_bytes + b * kBlockBytes;
       const uint8_t* blk1 = blk0 + row_bytes;
@@ -188,6 +190,10 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
       xb[t] = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);  // qs
       xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb[t]));
       if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
+    }
+    if constexpr (T == 1) {  // decode: the next tile of R rows follows this one
+      constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+      PrefetchAhead<kStep>(w + R * row_bytes + b * kStep);
     }
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
