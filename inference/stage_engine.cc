@@ -89,39 +89,46 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
   const int64_t stride = config_.n_embd_kv();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t n = static_cast<int64_t>(layout.pos.size());
+  // One item per token and KV head: the `group` query heads that share the
+  // KV head share the loads of its keys.
+  const int64_t n_items = n * config_.n_head_kv;
   auto work = [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(layout.max_keys);
-    std::vector<float> q16(hd);
+    std::vector<float> scores(group * layout.max_keys);
+    std::vector<float> q16(group * hd);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / n_head;
-      const int64_t h = item % n_head;
+      const int64_t t = item / config_.n_head_kv;
+      const int64_t h0 = (item % config_.n_head_kv) * group;  // the first query head
       const KvCache& cache = *layout.caches[layout.item[t]];
-      const int64_t kv_offset = (h / group) * hd;
+      const int64_t kv_offset = (h0 / group) * hd;
       const int64_t n_keys = int64_t{layout.pos[t]} + 1;
-      const float* qh = q + (t * n_head + h) * hd;
-      std::copy(qh, qh + hd, q16.begin());
-      RoundThroughF16(q16.data(), hd);
+      const float* qh = q + (t * n_head + h0) * hd;
+      std::copy(qh, qh + group * hd, q16.begin());
+      RoundThroughF16(q16.data(), group * hd);
       // The cache's rows are contiguous within each block: one kernel call
       // per block, the sum continuing from block to block.
       const uint32_t end = static_cast<uint32_t>(n_keys);
       for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
-        AttentionScoresF16(q16.data(), cache.key(layer, j) + kv_offset, stride,
-                           KvCache::RunLength(j, end), hd, scale, scores.data() + j);
+        AttentionScoresF16Queries(q16.data(), group, cache.key(layer, j) + kv_offset, stride,
+                                  KvCache::RunLength(j, end), hd, scale, scores.data() + j,
+                                  layout.max_keys);
       }
-      SoftmaxInPlace(scores.data(), n_keys);
-      RoundThroughF16(scores.data(), n_keys);
-      float* o = out + (t * n_head + h) * hd;
-      std::fill(o, o + hd, 0.0f);
-      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
-        AttentionWeightedSumF16(scores.data() + j, cache.value(layer, j) + kv_offset, stride,
-                                KvCache::RunLength(j, end), hd, o);
+      for (int64_t g = 0; g < group; ++g) {
+        float* head_scores = scores.data() + g * layout.max_keys;
+        SoftmaxInPlace(head_scores, n_keys);
+        RoundThroughF16(head_scores, n_keys);
+        float* o = out + (t * n_head + h0 + g) * hd;
+        std::fill(o, o + hd, 0.0f);
+        for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
+          AttentionWeightedSumF16(head_scores + j, cache.value(layer, j) + kv_offset, stride,
+                                  KvCache::RunLength(j, end), hd, o);
+        }
       }
     }
   };
   if (pool_ != nullptr) {
-    pool_->ParallelFor(n * n_head, work);
+    pool_->ParallelFor(n_items, work);
   } else {
-    work(0, n * n_head);
+    work(0, n_items);
   }
 }
 

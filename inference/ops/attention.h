@@ -18,6 +18,12 @@ namespace ringlm {
 // summed left to right from 0.
 void AttentionScoresF16(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys,
                         int64_t dim, float scale, float* scores);
+// The scores of n_q queries (q + i * dim, i < n_q) against the same keys,
+// into scores + i * scores_stride: each exactly as AttentionScoresF16 gives
+// it (the queries share the loads of the keys, nothing else).
+void AttentionScoresF16Queries(const float* q, int64_t n_q, const uint16_t* keys, int64_t stride,
+                               int64_t n_keys, int64_t dim, float scale, float* scores,
+                               int64_t scores_stride);
 void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t stride,
                                  int64_t n_keys, int64_t dim, float scale, float* scores);
 

@@ -5,6 +5,8 @@
 //     are fetched two f16 at a time by 32-bit gathers (needs an even stride
 //     and an even dim, 4-byte aligned keys; otherwise the reference runs);
 //     the last partial block re-reads its last key in the unused lanes.
+//     Several queries against the same keys (the heads that share a KV head)
+//     share each gather.
 //   - Weighted sum: lanes hold different d; keys are taken in order j = 0,
 //     1, ... with separate Mul and Add.
 // Targets without F16 conversion instructions (EMU128, SCALAR) run the
@@ -13,6 +15,8 @@
 #define HWY_TARGET_INCLUDE "inference/ops/attention_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // foreach_target.h must come first.
+#include <algorithm>
+
 #include "hwy/highway.h"
 #include "inference/ops/attention.h"
 #include "inference/ops/fp16.h"
@@ -45,48 +49,81 @@ HWY_INLINE hn::Vec<DF> HalfToF32(hn::Vec<DU> v) {
   return hn::PromoteTo(DF(), hn::BitCast(dh, hn::TruncateTo(du16, bits)));
 }
 
-void ScoresImpl(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys, int64_t dim,
-                float scale, float* scores) {
+// Scores of G queries (q + g * dim) against the keys of one block of lanes
+// (`index` picks them; `rem` of them are stored): each key pair is gathered
+// and widened once for all G.
+template <int G>
+HWY_INLINE void ScoresBlock(const float* q, const uint32_t* base, hn::Vec<DI> index, int64_t dim,
+                            float scale, size_t rem, float* scores, int64_t scores_stride) {
+  const DF df;
+  const DU du;
+  hn::Vec<DF> acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = hn::Zero(df);
+  for (int64_t d = 0; d < dim; d += 2) {
+    const auto pair = hn::GatherIndex(du, base + d / 2, index);
+    const auto lo = HalfToF32<false>(pair);
+    const auto hi = HalfToF32<true>(pair);
+    for (int g = 0; g < G; ++g) {
+      acc[g] = hn::Add(acc[g], hn::Mul(hn::Set(df, q[g * dim + d]), lo));
+      acc[g] = hn::Add(acc[g], hn::Mul(hn::Set(df, q[g * dim + d + 1]), hi));
+    }
+  }
+  const auto vscale = hn::Set(df, scale);
+  for (int g = 0; g < G; ++g) {
+    if (rem == kN) {
+      hn::StoreU(hn::Mul(acc[g], vscale), df, scores + g * scores_stride);
+    } else {
+      HWY_ALIGN float lanes[hn::MaxLanes(DF())];
+      hn::Store(hn::Mul(acc[g], vscale), df, lanes);
+      for (size_t l = 0; l < rem; ++l) scores[g * scores_stride + l] = lanes[l];
+    }
+  }
+}
+
+// Up to kMaxQueries queries at a time: their accumulators stay in registers.
+constexpr int kMaxQueries = 8;
+
+template <int G = kMaxQueries>
+HWY_INLINE void ScoresBlockOf(int n, const float* q, const uint32_t* base, hn::Vec<DI> index,
+                              int64_t dim, float scale, size_t rem, float* scores,
+                              int64_t scores_stride) {
+  if constexpr (G > 1) {
+    if (n < G) {
+      return ScoresBlockOf<G - 1>(n, q, base, index, dim, scale, rem, scores, scores_stride);
+    }
+  }
+  ScoresBlock<G>(q, base, index, dim, scale, rem, scores, scores_stride);
+}
+
+void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t stride, int64_t n_keys,
+                int64_t dim, float scale, float* scores, int64_t scores_stride) {
   const bool gather_ok = stride % 2 == 0 && dim % 2 == 0 &&
                          reinterpret_cast<uintptr_t>(keys) % 4 == 0 &&
                          n_keys * stride < (int64_t{1} << 30);
-  int64_t j0 = 0;
-  if (gather_ok) {
-    const DF df;
-    const DU du;
-    const DI di;
-    const auto index = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(stride / 2)));
-    const auto vscale = hn::Set(df, scale);
-    for (; j0 + static_cast<int64_t>(kN) <= n_keys; j0 += kN) {
-      const auto* base = reinterpret_cast<const uint32_t*>(keys + j0 * stride);
-      auto acc = hn::Zero(df);
-      for (int64_t d = 0; d < dim; d += 2) {
-        const auto pair = hn::GatherIndex(du, base + d / 2, index);
-        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d]), HalfToF32<false>(pair)));
-        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d + 1]), HalfToF32<true>(pair)));
-      }
-      hn::StoreU(hn::Mul(acc, vscale), df, scores + j0);
+  if (!gather_ok) {
+    for (int64_t i = 0; i < n_q; ++i) {
+      AttentionScoresF16Reference(q + i * dim, keys, stride, n_keys, dim, scale,
+                                  scores + i * scores_stride);
     }
-    if (j0 < n_keys) {
-      // The last, partial block: lanes past the end re-read the last key and
-      // are not stored.
-      const size_t rem = static_cast<size_t>(n_keys - j0);
-      const auto lane = hn::Min(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(rem - 1)));
-      const auto tail_index = hn::Mul(lane, hn::Set(di, static_cast<int32_t>(stride / 2)));
-      const auto* base = reinterpret_cast<const uint32_t*>(keys + j0 * stride);
-      auto acc = hn::Zero(df);
-      for (int64_t d = 0; d < dim; d += 2) {
-        const auto pair = hn::GatherIndex(du, base + d / 2, tail_index);
-        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d]), HalfToF32<false>(pair)));
-        acc = hn::Add(acc, hn::Mul(hn::Set(df, q[d + 1]), HalfToF32<true>(pair)));
-      }
-      HWY_ALIGN float lanes[hn::MaxLanes(DF())];
-      hn::Store(hn::Mul(acc, vscale), df, lanes);
-      for (size_t l = 0; l < rem; ++l) scores[j0 + l] = lanes[l];
-      return;
+    return;
+  }
+  const DI di;
+  const auto index = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(stride / 2)));
+  for (int64_t j0 = 0; j0 < n_keys; j0 += static_cast<int64_t>(kN)) {
+    const auto* base = reinterpret_cast<const uint32_t*>(keys + j0 * stride);
+    const size_t rem = static_cast<size_t>(std::min<int64_t>(kN, n_keys - j0));
+    // The last, partial block: lanes past the end re-read the last key and
+    // are not stored.
+    const auto block_index =
+        rem == kN ? index
+                  : hn::Mul(hn::Min(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(rem - 1))),
+                            hn::Set(di, static_cast<int32_t>(stride / 2)));
+    for (int64_t i = 0; i < n_q; i += kMaxQueries) {
+      const int n = static_cast<int>(std::min<int64_t>(kMaxQueries, n_q - i));
+      ScoresBlockOf(n, q + i * dim, base, block_index, dim, scale, rem,
+                    scores + i * scores_stride + j0, scores_stride);
     }
   }
-  AttentionScoresF16Reference(q, keys + j0 * stride, stride, n_keys - j0, dim, scale, scores + j0);
 }
 
 void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
@@ -143,9 +180,12 @@ void RoundImpl(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = Fp16ToFp32(Fp32ToFp16(x[i]));
 }
 
-void ScoresImpl(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys, int64_t dim,
-                float scale, float* scores) {
-  AttentionScoresF16Reference(q, keys, stride, n_keys, dim, scale, scores);
+void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t stride, int64_t n_keys,
+                int64_t dim, float scale, float* scores, int64_t scores_stride) {
+  for (int64_t i = 0; i < n_q; ++i) {
+    AttentionScoresF16Reference(q + i * dim, keys, stride, n_keys, dim, scale,
+                                scores + i * scores_stride);
+  }
 }
 void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
                      int64_t dim, float* out) {
@@ -169,7 +209,13 @@ void RoundThroughF16(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(RoundImpl)(x, n
 
 void AttentionScoresF16(const float* q, const uint16_t* keys, int64_t stride, int64_t n_keys,
                         int64_t dim, float scale, float* scores) {
-  HWY_DYNAMIC_DISPATCH(ScoresImpl)(q, keys, stride, n_keys, dim, scale, scores);
+  HWY_DYNAMIC_DISPATCH(ScoresImpl)(q, 1, keys, stride, n_keys, dim, scale, scores, n_keys);
+}
+
+void AttentionScoresF16Queries(const float* q, int64_t n_q, const uint16_t* keys, int64_t stride,
+                               int64_t n_keys, int64_t dim, float scale, float* scores,
+                               int64_t scores_stride) {
+  HWY_DYNAMIC_DISPATCH(ScoresImpl)(q, n_q, keys, stride, n_keys, dim, scale, scores, scores_stride);
 }
 
 void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,

@@ -69,6 +69,39 @@ TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Several queries at once (the heads that share a KV head) give each the
+// bits of its own reference run, on every compiled target.
+TEST(AttentionTest, QueriesTogetherMatchTheReferenceEachAlone) {
+  std::mt19937 rng(11);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t dim : {2, 7, 64}) {
+      const int64_t stride = dim * 4 + 2;  // 4 KV heads, like a GQA cache row
+      for (int64_t n_q : {1, 3, 4, 5, 8, 9}) {
+        for (int64_t n_keys : {1, 15, 16, 17, 129}) {
+          const std::vector<uint16_t> kv = RandomHalves(n_keys * stride + dim, rng);
+          const std::vector<float> q = RandomFloats(n_q * dim, rng);
+          const int64_t scores_stride = n_keys + 3;
+          std::vector<float> got(n_q * scores_stride), want(n_keys);
+          AttentionScoresF16Queries(q.data(), n_q, kv.data() + dim, stride, n_keys, dim, 0.125f,
+                                    got.data(), scores_stride);
+          for (int64_t i = 0; i < n_q; ++i) {
+            AttentionScoresF16Reference(q.data() + i * dim, kv.data() + dim, stride, n_keys, dim,
+                                        0.125f, want.data());
+            for (int64_t j = 0; j < n_keys; ++j) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got[i * scores_stride + j]),
+                        std::bit_cast<uint32_t>(want[j]))
+                  << hwy::TargetName(target) << " dim=" << dim << " n_q=" << n_q
+                  << " n_keys=" << n_keys << " query " << i << " key " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // The references are the plain loops StageEngine::Attention used to run.
 TEST(AttentionTest, ReferencesAreThePlainLoops) {
   const uint16_t keys[] = {Fp32ToFp16(1.0f), Fp32ToFp16(2.0f), Fp32ToFp16(-1.5f), Fp32ToFp16(0.5f)};
