@@ -161,11 +161,15 @@ bool OriginRegistry::Streams(const Active& a) {
   return !a.recovering && a.prompt_end > 0 && a.sent >= a.prompt_end;
 }
 
-uint32_t OriginRegistry::ChunkTokens(bool busy) const {
+uint32_t OriginRegistry::ChunkTokens(uint32_t streams) const {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
-  const uint32_t tokens = busy ? std::min(options_.busy_chunk_tokens, options_.max_chunk_tokens)
-                               : options_.max_chunk_tokens;
-  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(by_bytes, tokens)));
+  uint64_t tokens = options_.max_chunk_tokens;
+  if (streams > 0) {
+    tokens = std::min<uint64_t>(
+        {tokens, options_.busy_chunk_tokens,
+         uint64_t{options_.busy_chunk_tokens_per_stream} * (uint64_t{streams} + 1)});
+  }
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min(by_bytes, tokens)));
 }
 
 void OriginRegistry::SchedulePumpLocked() {
@@ -185,15 +189,15 @@ void OriginRegistry::PumpPrompts() {
     absl::MutexLock lock(&mu_);
     pump_posted_ = false;
     uint64_t in_flight = 0;
-    bool busy = false;                                  // some request streams
+    uint32_t streams = 0;
     std::vector<std::pair<uint64_t, Active*>> waiting;  // order, request
     for (auto& [id, a] : active_) {
       in_flight += InFlight(a);
-      busy = busy || Streams(a);
+      if (Streams(a)) ++streams;
       if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
     std::sort(waiting.begin(), waiting.end());
-    const uint32_t chunk = ChunkTokens(busy);
+    const uint32_t chunk = ChunkTokens(streams);
     // One chunk per request and round, oldest first, so that every stage
     // finds many sessions' chunks to batch. A request with nothing in
     // flight may always send one.

@@ -49,11 +49,18 @@ struct OriginOptions {
   // Prompt chunks stay below this many bytes of hidden state per message.
   uint64_t max_chunk_bytes = 8 << 20;
   uint32_t max_chunk_tokens = 512;
-  // While another request of this origin streams its reply, prompt chunks
-  // are this small instead, so that its decode steps, batched with each
-  // chunk at every stage, wait for a short chunk rather than a long one.
-  // Chosen chunk by chunk: a long prompt that began alone shrinks its
-  // chunks when a stream starts, and grows them again when the streams end.
+  // While requests of this origin stream their replies, prompt chunks are
+  // small instead, so that the streams' decode steps, batched with each
+  // chunk at every stage, wait for a short chunk rather than a long one:
+  // busy_chunk_tokens_per_stream times (streams + 1), at most
+  // busy_chunk_tokens. A chunk of k tokens adds about k tokens' compute to
+  // the streams' step; the step's own cost grows with the streams (one
+  // token each) from the fixed cost of reading the weights (the "+ 1"), so
+  // at 2 per stream a compute-bound step costs about 3 times its cost
+  // without the prompt. Chosen chunk by chunk: a long prompt that began
+  // alone shrinks its chunks when a stream starts, and regrows them as the
+  // streams end.
+  uint32_t busy_chunk_tokens_per_stream = 2;
   uint32_t busy_chunk_tokens = 16;
   // Prompt positions this origin has sent to stage 0 and no last stage has
   // noted yet (each notes every chunk it finishes), over all its requests:
@@ -221,9 +228,9 @@ class OriginRegistry {
   static bool SendsPrompt(const Active& a);
   // Whether `a` has sent all its prompt (it decodes, or soon will).
   static bool Streams(const Active& a);
-  // Prompt tokens per chunk: busy_chunk_tokens while some request streams
-  // (`busy`), max_chunk_tokens otherwise, within max_chunk_bytes.
-  uint32_t ChunkTokens(bool busy) const;
+  // Prompt tokens per chunk while `streams` requests stream (see
+  // busy_chunk_tokens), within max_chunk_tokens and max_chunk_bytes.
+  uint32_t ChunkTokens(uint32_t streams) const;
   // Asks the sender thread to run PumpPrompts (once, however often asked).
   void SchedulePumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the sender thread, the only one that sends prompt steps (so each

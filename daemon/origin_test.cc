@@ -415,6 +415,60 @@ TEST_F(OriginRecoveryTest, APromptsChunksShrinkWhileAnotherRequestStreams) {
   EXPECT_EQ(transport_.steps(), 11u);
 }
 
+// While requests stream, a prompt's chunk is busy_chunk_tokens_per_stream
+// times (streams + 1), at most busy_chunk_tokens: it grows with the streams
+// and shrinks as they end.
+TEST_F(OriginRecoveryTest, TheBusyChunkFollowsTheNumberOfStreams) {
+  OriginOptions options;
+  options.max_chunk_tokens = 8;
+  options.busy_chunk_tokens = 4;
+  options.busy_chunk_tokens_per_stream = 1;
+  options.max_prompt_positions_in_flight = 1;  // a request keeps 4 chunks (3 stages + 1)
+  Start(options);
+  auto deliver = [&](const std::string& id, auto&& edit) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(id + "#0");
+    edit(d);
+    return origin_->Deliver(d, "c");
+  };
+  auto note = [&](const std::string& id, uint32_t positions) {
+    return deliver(id, [&](v1::DeliverTokenRequest& d) { d.set_prompt_positions(positions); });
+  };
+  auto token = [&](const std::string& id, uint32_t index, bool last) {
+    return deliver(id, [&](v1::DeliverTokenRequest& d) {
+      d.set_index(index);
+      d.set_token(7);
+      if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    });
+  };
+  auto end = [&](const std::string& id) { return token(id, 1, true); };
+  // The sizes of steps n to n + 3.
+  auto sizes = [&](size_t n) {
+    std::vector<int> out;
+    for (size_t m = n; m < n + 4; ++m) out.push_back(transport_.WaitStep(m).second.tokens_size());
+    return out;
+  };
+  using V = std::vector<int>;
+  size_t steps = 0;
+  for (const std::string id : {"s1", "s2", "s3", "s4"}) {  // four streams
+    StartPrompt(id, 1, 2);
+    EXPECT_EQ(transport_.WaitStep(++steps).second.request_id(), id + "#0");
+    ASSERT_TRUE(token(id, 0, false).ok());
+  }
+  StartPrompt("a", 60, 1);
+  EXPECT_EQ(sizes(5), (V{4, 4, 4, 4})) << "4 streams: 1 * (4 + 1), at most 4";
+  ASSERT_TRUE(end("s1").ok());
+  ASSERT_TRUE(end("s2").ok());
+  ASSERT_TRUE(note("a", 16).ok());
+  EXPECT_EQ(sizes(9), (V{3, 3, 3, 3})) << "2 streams: 1 * (2 + 1)";
+  ASSERT_TRUE(end("s3").ok());
+  ASSERT_TRUE(note("a", 28).ok());
+  EXPECT_EQ(sizes(13), (V{2, 2, 2, 2})) << "1 stream: 1 * (1 + 1)";
+  ASSERT_TRUE(end("s4").ok());
+  ASSERT_TRUE(note("a", 36).ok());
+  EXPECT_EQ(transport_.WaitStep(17).second.tokens_size(), 8) << "no stream: max_chunk_tokens";
+}
+
 // Prompts go in no further ahead of their last stage's notes than the
 // in-flight bound allows, taking turns a chunk each, oldest first; a request
 // with nothing in flight may always send one chunk.

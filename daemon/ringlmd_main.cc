@@ -79,11 +79,13 @@ void AddFlags(ArgParser& p) {
               "3");
   p.AddOption("recovery-timeout-ms", "MS",
               "how long a recovering request waits for the nodes to agree on a new plan", "15000");
+  p.AddOption("busy-prefill-chunk-per-stream", "N",
+              "while other requests stream their replies, a prompt goes in steps of N tokens "
+              "per streaming request, plus N (smaller keeps the streams moving during a long "
+              "prefill; otherwise a prompt goes in steps of 512)",
+              "2");
   p.AddOption("busy-prefill-chunk", "N",
-              "prompt tokens per step while another request streams its reply (smaller keeps "
-              "the streams moving during a long prefill; otherwise a prompt goes in steps of "
-              "512)",
-              "16");
+              "the most prompt tokens per step while other requests stream", "16");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
   p.AddOption("api-host", "HOST",
@@ -238,10 +240,11 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   auto recoveries = p.GetInt("max-recoveries", 0, 100);
   auto recovery_wait = p.GetInt("recovery-timeout-ms", 100, 600000);
   auto busy_chunk = p.GetInt("busy-prefill-chunk", 1, 512);
+  auto per_stream = p.GetInt("busy-prefill-chunk-per-stream", 1, 512);
   for (const absl::Status& s :
        {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
         sessions.status(), rpc.status(), progress.status(), recoveries.status(),
-        recovery_wait.status(), busy_chunk.status()}) {
+        recovery_wait.status(), busy_chunk.status(), per_stream.status()}) {
     if (!s.ok()) return s;
   }
   o.grpc_port = static_cast<uint16_t>(*grpc_port);
@@ -260,6 +263,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.origin.max_recoveries = static_cast<uint32_t>(*recoveries);
   o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
   o.origin.busy_chunk_tokens = static_cast<uint32_t>(*busy_chunk);
+  o.origin.busy_chunk_tokens_per_stream = static_cast<uint32_t>(*per_stream);
   o.origin.health_interval = std::chrono::milliseconds(std::min<int64_t>(*interval, 1000));
   if (p.Has("peers")) {
     for (absl::string_view peer : absl::StrSplit(p.GetString("peers"), ',', absl::SkipEmpty())) {
