@@ -133,6 +133,24 @@ class OriginRecoveryTest : public ::testing::Test {
     ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
   }
 
+  // From the last stage, c, to attempt 0 of a request StartPrompt began: a
+  // note that its first `positions` prompt positions are done, or token
+  // `index` of its reply (the last one if `last`).
+  absl::StatusOr<bool> NotePrompt(const std::string& id, uint32_t positions) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(id + "#0");
+    d.set_prompt_positions(positions);
+    return origin_->Deliver(d, "c");
+  }
+  absl::StatusOr<bool> TokenOf(const std::string& id, uint32_t index, bool last) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id(id + "#0");
+    d.set_index(index);
+    d.set_token(7);
+    if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    return origin_->Deliver(d, "c");
+  }
+
   // A token (or error) from node `from` for attempt `attempt`.
   absl::StatusOr<bool> Deliver(const std::string& from, uint32_t attempt, uint32_t index,
                                int32_t token, bool last = false) {
@@ -375,22 +393,6 @@ TEST_F(OriginRecoveryTest, APromptsChunksShrinkWhileAnotherRequestStreams) {
   options.max_prompt_positions_in_flight = 4;  // alone: 4 chunks (3 stages + 1)
   Start(options);
   auto start = [&](const std::string& id, uint32_t n) { StartPrompt(id, n, 2); };
-  auto deliver = [&](const std::string& id, auto&& edit) {
-    v1::DeliverTokenRequest d;
-    d.set_request_id(id + "#0");
-    edit(d);
-    return origin_->Deliver(d, "c");
-  };
-  auto note = [&](const std::string& id, uint32_t positions) {
-    return deliver(id, [&](v1::DeliverTokenRequest& d) { d.set_prompt_positions(positions); });
-  };
-  auto token = [&](const std::string& id, uint32_t index, bool last) {
-    return deliver(id, [&](v1::DeliverTokenRequest& d) {
-      d.set_index(index);
-      d.set_token(7);
-      if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
-    });
-  };
   // Steps [from, to] (1-based) as "request@position+tokens".
   auto sent = [&](size_t from, size_t to) {
     std::vector<std::string> out;
@@ -405,11 +407,11 @@ TEST_F(OriginRecoveryTest, APromptsChunksShrinkWhileAnotherRequestStreams) {
   EXPECT_EQ(sent(1, 4), (V{"a#0@0+4", "a#0@4+4", "a#0@8+4", "a#0@12+4"}));
   start("b", 3);  // a prompt too, so still long: b's goes in one step
   EXPECT_EQ(sent(5, 5), (V{"b#0@0+3"}));
-  ASSERT_TRUE(token("b", 0, false).ok());  // b streams
-  ASSERT_TRUE(note("a", 12).ok());         // room for 4 positions in short chunks
+  ASSERT_TRUE(TokenOf("b", 0, false).ok());  // b streams
+  ASSERT_TRUE(NotePrompt("a", 12).ok());     // room for 4 positions in short chunks
   EXPECT_EQ(sent(6, 7), (V{"a#0@16+2", "a#0@18+2"}));
-  ASSERT_TRUE(token("b", 1, true).ok());  // b ends: a is alone again
-  ASSERT_TRUE(note("a", 20).ok());
+  ASSERT_TRUE(TokenOf("b", 1, true).ok());  // b ends: a is alone again
+  ASSERT_TRUE(NotePrompt("a", 20).ok());
   EXPECT_EQ(sent(8, 11), (V{"a#0@20+4", "a#0@24+4", "a#0@28+4", "a#0@32+4"}));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(transport_.steps(), 11u);
@@ -425,23 +427,7 @@ TEST_F(OriginRecoveryTest, TheBusyChunkFollowsTheNumberOfStreams) {
   options.busy_chunk_tokens_per_stream = 1;
   options.max_prompt_positions_in_flight = 1;  // a request keeps 4 chunks (3 stages + 1)
   Start(options);
-  auto deliver = [&](const std::string& id, auto&& edit) {
-    v1::DeliverTokenRequest d;
-    d.set_request_id(id + "#0");
-    edit(d);
-    return origin_->Deliver(d, "c");
-  };
-  auto note = [&](const std::string& id, uint32_t positions) {
-    return deliver(id, [&](v1::DeliverTokenRequest& d) { d.set_prompt_positions(positions); });
-  };
-  auto token = [&](const std::string& id, uint32_t index, bool last) {
-    return deliver(id, [&](v1::DeliverTokenRequest& d) {
-      d.set_index(index);
-      d.set_token(7);
-      if (last) d.set_finish_reason(v1::FINISH_REASON_LENGTH);
-    });
-  };
-  auto end = [&](const std::string& id) { return token(id, 1, true); };
+  auto end = [&](const std::string& id) { return TokenOf(id, 1, true); };
   // The sizes of steps n to n + 3.
   auto sizes = [&](size_t n) {
     std::vector<int> out;
@@ -453,19 +439,19 @@ TEST_F(OriginRecoveryTest, TheBusyChunkFollowsTheNumberOfStreams) {
   for (const std::string id : {"s1", "s2", "s3", "s4"}) {  // four streams
     StartPrompt(id, 1, 2);
     EXPECT_EQ(transport_.WaitStep(++steps).second.request_id(), id + "#0");
-    ASSERT_TRUE(token(id, 0, false).ok());
+    ASSERT_TRUE(TokenOf(id, 0, false).ok());
   }
   StartPrompt("a", 60, 1);
   EXPECT_EQ(sizes(5), (V{4, 4, 4, 4})) << "4 streams: 1 * (4 + 1), at most 4";
   ASSERT_TRUE(end("s1").ok());
   ASSERT_TRUE(end("s2").ok());
-  ASSERT_TRUE(note("a", 16).ok());
+  ASSERT_TRUE(NotePrompt("a", 16).ok());
   EXPECT_EQ(sizes(9), (V{3, 3, 3, 3})) << "2 streams: 1 * (2 + 1)";
   ASSERT_TRUE(end("s3").ok());
-  ASSERT_TRUE(note("a", 28).ok());
+  ASSERT_TRUE(NotePrompt("a", 28).ok());
   EXPECT_EQ(sizes(13), (V{2, 2, 2, 2})) << "1 stream: 1 * (1 + 1)";
   ASSERT_TRUE(end("s4").ok());
-  ASSERT_TRUE(note("a", 36).ok());
+  ASSERT_TRUE(NotePrompt("a", 36).ok());
   EXPECT_EQ(transport_.WaitStep(17).second.tokens_size(), 8) << "no stream: max_chunk_tokens";
 }
 
@@ -479,12 +465,6 @@ TEST_F(OriginRecoveryTest, PromptsTakeTurnsWithinTheInFlightBound) {
   options.max_prompt_positions_in_flight = 16;  // = 4 chunks (3 stages + 1)
   Start(options);
   auto start = [&](const std::string& id, uint32_t n) { StartPrompt(id, n, 5); };
-  auto note = [&](const std::string& id, uint32_t positions) {
-    v1::DeliverTokenRequest d;
-    d.set_request_id(id + "#0");
-    d.set_prompt_positions(positions);
-    return origin_->Deliver(d, "c");
-  };
   // Steps [from, to] (1-based) as "request@position" ("!" when it samples).
   auto sent = [&](size_t from, size_t to) {
     std::vector<std::string> out;
@@ -503,13 +483,13 @@ TEST_F(OriginRecoveryTest, PromptsTakeTurnsWithinTheInFlightBound) {
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(transport_.steps(), 5u) << "20 positions in flight: no more";
 
-  ASSERT_TRUE(note("a", 8).ok());  // 12 in flight: room for one chunk, a's turn first
+  ASSERT_TRUE(NotePrompt("a", 8).ok());  // 12 in flight: room for one chunk, a's turn first
   EXPECT_EQ(sent(6, 6), (V{"a#0@16"}));
-  ASSERT_TRUE(note("b", 4).ok());  // 12 in flight: a's turn, then b, which has none
+  ASSERT_TRUE(NotePrompt("b", 4).ok());  // 12 in flight: a's turn, then b, which has none
   EXPECT_EQ(sent(7, 8), (V{"a#0@20", "b#0@4"}));
-  EXPECT_EQ(note("a", 30).status().code(), absl::StatusCode::kInvalidArgument)
+  EXPECT_EQ(NotePrompt("a", 30).status().code(), absl::StatusCode::kInvalidArgument)
       << "a note past what was sent";
-  ASSERT_TRUE(note("a", 24).ok());  // 4 in flight: a and b take turns
+  ASSERT_TRUE(NotePrompt("a", 24).ok());  // 4 in flight: a and b take turns
   EXPECT_EQ(sent(9, 11), (V{"a#0@24", "b#0@8!", "a#0@28"}));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(transport_.steps(), 11u);
