@@ -6,7 +6,7 @@
 //
 // Layout: row j of keys/values starts at base + j * stride (in f16 elements).
 // Preconditions: n_keys, dim >= 0; outputs do not overlap inputs.
-// All functions are pure and thread-safe. Hot: called per head and query.
+// All functions are pure and thread-safe. Hot: called per KV head and query.
 #ifndef RINGLM_INFERENCE_OPS_ATTENTION_H_
 #define RINGLM_INFERENCE_OPS_ATTENTION_H_
 

@@ -19,13 +19,14 @@ namespace ringlm {
 // CpuSupports(QGemmTarget::kAvx2).
 #define RINGLM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
-// Decode reads every weight once, from memory: a kernel that computes a
-// matrix-vector product over a span of weight bytes calls this at each of its
-// steps, so that the span that follows it is on its way while it computes
-// (kStepBytes of it per step, from `next`). The hardware prefetcher alone
-// streams too few rows at once: on a Zen 3 this took Q8_0 decode from 17 to
-// 21 tokens/s (x86 kernels; the NEON ones do not use it yet). A prefetch
-// never faults, so `next` may run past the weights.
+// Decode (and a small batch) reads every weight once, from memory: a kernel
+// that walks a tile of weight rows calls this at each of its steps, so that
+// the rows 8 further on are on their way while it computes (kStepBytes of
+// them per step, from `next`). The hardware prefetcher alone follows too
+// few rows at once: on a Zen 3 this took Q8_0 decode from 17 to 21 tokens/s
+// and a 4-token Q8_0 prompt from 45 to 60 (x86 kernels: Q8_0/Q4_0 tiles of
+// any batch, the K-quant and float ones in decode; the NEON ones do not use
+// it yet). A prefetch never faults, so `next` may run past the weights.
 template <size_t kStepBytes>
 inline void PrefetchAhead(const uint8_t* next) {
   for (size_t o = 0; o < kStepBytes; o += 64) {
