@@ -45,11 +45,10 @@ struct LoadBf16 {
 
 // out[i * T + j] = dot(row i, token j) for R rows (row_bytes apart) and T
 // tokens (x rows `cols` apart). Precondition: cols % 16 == 0. With one token
-// (decode), the R rows kAheadRows further on are fetched meanwhile.
+// (decode), the R rows kPrefetchAheadRows further on are fetched meanwhile.
 template <typename Load, int R, int T>
 RINGLM_AVX2_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
                              float* out) {
-  constexpr size_t kAheadRows = 8;
   constexpr size_t kStepBytes = R * 16 * Load::kBytes;  // R rows' bytes per step, contiguous
   __m256 acc[R][T][2];
   for (int i = 0; i < R; ++i) {
@@ -57,7 +56,7 @@ RINGLM_AVX2_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* x,
   }
   for (int64_t k = 0; k < cols; k += 16) {
     if constexpr (T == 1) {
-      PrefetchAhead<kStepBytes>(w + kAheadRows * row_bytes + (k / 16) * kStepBytes);
+      PrefetchAhead<kStepBytes>(w + kPrefetchAheadRows * row_bytes + (k / 16) * kStepBytes);
     }
     for (int i = 0; i < R; ++i) {
       const void* row = w + i * row_bytes;

@@ -157,14 +157,13 @@ RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* 
 }
 
 // Dot of one row with tokens [t, t + T), T <= 4, for the row's type. With
-// one token (decode), the row kAheadRows further on is fetched meanwhile.
+// one token (decode), the row kPrefetchAheadRows further on is fetched meanwhile.
 template <int T>
 RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t, int64_t nb,
                                   float* out) {
-  constexpr size_t kAheadRows = 8;
   const BlockQ8_K* x[T];
   for (int i = 0; i < T; ++i) x[i] = job.x_q8_k + (t + i) * nb;
-  const uint8_t* ahead = static_cast<const uint8_t*>(row) + kAheadRows * job.row_bytes;
+  const uint8_t* ahead = static_cast<const uint8_t*>(row) + kPrefetchAheadRows * job.row_bytes;
   if (job.type == TensorType::kQ4_K) {
     DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
   } else {

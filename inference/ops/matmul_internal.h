@@ -27,6 +27,7 @@ namespace ringlm {
 // and a 4-token Q8_0 prompt from 45 to 60 (x86 kernels: Q8_0/Q4_0 tiles of
 // any batch, the K-quant and float ones in decode; the NEON ones do not use
 // it yet). A prefetch never faults, so `next` may run past the weights.
+inline constexpr size_t kPrefetchAheadRows = 8;
 template <size_t kStepBytes>
 inline void PrefetchAhead(const uint8_t* next) {
   for (size_t o = 0; o < kStepBytes; o += 64) {

@@ -191,10 +191,9 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
       xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb[t]));
       if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
     }
-    {  // the R rows kAheadRows further on (decode: the next tile)
-      constexpr int kAheadRows = 8;
+    {  // the R rows kPrefetchAheadRows further on (decode: the next tile)
       constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
-      PrefetchAhead<kStep>(w + kAheadRows * row_bytes + b * kStep);
+      PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
     }
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
