@@ -18,8 +18,13 @@ endfunction()
 # SERIAL: ctest runs the test's cases with no other test beside them.
 function(ringlm_test name)
   cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT TARGET ringlm_test_support)  # what every test may use: base/testing
+    ringlm_library(ringlm_test_support SOURCES ${RINGLM_SOURCE_ROOT}/base/testing/temp_dir.cc
+      DEPS GTest::gtest absl::synchronization)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} ringlm_test_support
+                                        GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE RINGLM_SHARED_DIR="${RINGLM_SHARED_DIR}"
                                              RINGLM_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set(props TIMEOUT 300)

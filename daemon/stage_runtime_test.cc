@@ -3,11 +3,11 @@
 // origin; that a wrong prefix claim changes nothing; and the queue bounds.
 #include "daemon/stage_runtime.h"
 
-#include <filesystem>
 #include <set>
 #include <thread>
 
 #include "base/metrics.h"
+#include "base/testing/temp_dir.h"
 #include "daemon/proto_convert.h"
 #include "gtest/gtest.h"
 #include "inference/token_digest.h"
@@ -410,9 +410,7 @@ TEST_F(StageRuntimeTest, ConcurrentRequestsAreBatchedAndEachGetsItsSoloTokens) {
 // Another daemon of the machine has the turn at the cores: the steps that
 // queue meanwhile wait, and then run as one batch, with their solo tokens.
 TEST_F(StageRuntimeTest, StepsQueuedDuringAnotherDaemonsTurnRunAsOneBatch) {
-  char dir[] = "/tmp/stage_turns_test.XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/compute.lock";
+  const std::string path = testing::MakeTempDir("stage_turns_test") + "/compute.lock";
   auto ours = ComputeLock::Open(path);
   auto other = ComputeLock::Open(path);
   ASSERT_TRUE(ours.ok() && other.ok());
@@ -446,8 +444,6 @@ TEST_F(StageRuntimeTest, StepsQueuedDuringAnotherDaemonsTurnRunAsOneBatch) {
   Start(StageOptions{});
   ASSERT_TRUE(runtime_->Enqueue(Step("o", "solo", "solo", prompt_), Node("o")).ok());
   EXPECT_EQ(transport_.WaitDelivery(kSteps + 1).token(), last.token());
-  runtime_.reset();
-  std::filesystem::remove_all(dir);
 }
 
 // Sends to node "c" hang until Release; every other send is recorded.

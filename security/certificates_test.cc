@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security/crypto.h"
@@ -44,12 +45,6 @@ bool VerifiesAgainst(const std::string& ca_pem, const std::string& leaf_pem) {
 }
 
 ClusterKey KeyOf(char fill) { return *ClusterKey::FromBytes(std::string(32, fill)); }
-
-std::string MakeTempDir() {
-  std::string dir = testing::TempDir() + "/certificates_test.XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 mode_t ModeOf(const std::string& path) {
   struct stat st;
@@ -222,7 +217,7 @@ TEST(PrivateKeyTest, PemRoundTripAndSeedDeterminism) {
 }
 
 TEST(NodeKeyTest, PersistsAcrossLoads) {
-  const std::string state_dir = MakeTempDir() + "/state/nested";
+  const std::string state_dir = testing::MakeTempDir("certificates_test") + "/state/nested";
   absl::StatusOr<PrivateKey> first = LoadOrCreateNodeKey(state_dir);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(ModeOf(state_dir), 0700u);
@@ -231,13 +226,14 @@ TEST(NodeKeyTest, PersistsAcrossLoads) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(first->SpkiFingerprint(), second->SpkiFingerprint());
 
-  absl::StatusOr<PrivateKey> elsewhere = LoadOrCreateNodeKey(MakeTempDir());
+  absl::StatusOr<PrivateKey> elsewhere =
+      LoadOrCreateNodeKey(testing::MakeTempDir("certificates_test"));
   ASSERT_TRUE(elsewhere.ok());
   EXPECT_NE(elsewhere->SpkiFingerprint(), first->SpkiFingerprint());
 }
 
 TEST(NodeKeyTest, CorruptFileIsDataLoss) {
-  const std::string state_dir = MakeTempDir();
+  const std::string state_dir = testing::MakeTempDir("certificates_test");
   const std::string path = state_dir + "/node_key.pem";
   std::ofstream(path) << "-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n";
   ASSERT_EQ(chmod(path.c_str(), 0600), 0);
@@ -248,7 +244,7 @@ TEST(NodeKeyTest, CorruptFileIsDataLoss) {
 }
 
 TEST(NodeKeyTest, LooseModeIsRefused) {
-  const std::string state_dir = MakeTempDir();
+  const std::string state_dir = testing::MakeTempDir("certificates_test");
   ASSERT_TRUE(LoadOrCreateNodeKey(state_dir).ok());
   const std::string path = state_dir + "/node_key.pem";
   ASSERT_EQ(chmod(path.c_str(), 0644), 0);

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "absl/strings/ascii.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "security/crypto.h"
@@ -20,12 +21,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kHex[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-
-std::string MakeTempDir() {
-  std::string dir = testing::TempDir() + "/cluster_key_test.XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 void WriteWithMode(const std::string& path, const std::string& text, mode_t mode) {
   std::ofstream(path) << text;
@@ -106,7 +101,7 @@ TEST(ClusterKeyTest, MovedFromAndCloneAreExplicit) {
 }
 
 TEST(ClusterKeyTest, LoadFileChecksMode) {
-  const std::string dir = MakeTempDir();
+  const std::string dir = testing::MakeTempDir("cluster_key_test");
   const std::string path = dir + "/cluster.key";
   const std::string text = std::string("ringlm-cluster-key-v1:") + kHex + "\n";
 
@@ -130,7 +125,7 @@ TEST(ClusterKeyTest, LoadFileChecksMode) {
 }
 
 TEST(ClusterKeyTest, LoadFileErrorsNameThePath) {
-  const std::string dir = MakeTempDir();
+  const std::string dir = testing::MakeTempDir("cluster_key_test");
   const std::string missing = dir + "/missing.key";
   absl::StatusOr<ClusterKey> key = ClusterKey::LoadFile(missing);
   EXPECT_EQ(key.status().code(), absl::StatusCode::kNotFound);
@@ -152,7 +147,7 @@ TEST(ClusterKeyTest, LoadFileErrorsNameThePath) {
 }
 
 TEST(ClusterKeyTest, WriteFileCreates0600AndRefusesToOverwrite) {
-  const std::string dir = MakeTempDir();
+  const std::string dir = testing::MakeTempDir("cluster_key_test");
   const std::string path = dir + "/cluster.key";
   const mode_t old_umask = umask(0);  // would give 0666 to a careless writer
   absl::StatusOr<ClusterKey> key = ClusterKey::Generate();

@@ -14,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "proto/ringlm.grpc.pb.h"
 #include "security/grpc_test_environment.h"
@@ -23,12 +24,6 @@ namespace ringlm {
 namespace {
 
 constexpr auto kDeadline = std::chrono::seconds(5);
-
-std::string MakeTempDir() {
-  std::string dir = testing::TempDir() + "/tls_handshake_test.XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 ClusterKey KeyOf(char fill) { return *ClusterKey::FromBytes(std::string(32, fill)); }
 
@@ -73,10 +68,11 @@ class HealthOnlyService final : public v1::RingNode::CallbackService {
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-class TlsHandshakeTest : public testing::Test {
+class TlsHandshakeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<TlsIdentity> identity = MakeNodeIdentity(key_a_, MakeTempDir(), "node-server");
+    absl::StatusOr<TlsIdentity> identity =
+        MakeNodeIdentity(key_a_, testing::MakeTempDir("tls_handshake_test"), "node-server");
     ASSERT_TRUE(identity.ok()) << identity.status();
     server_identity_ = *identity;
     service_ = std::make_unique<HealthOnlyService>("node-server");
@@ -121,7 +117,8 @@ class TlsHandshakeTest : public testing::Test {
 };
 
 TEST_F(TlsHandshakeTest, MemberNodeIsAuthenticatedBothWays) {
-  absl::StatusOr<TlsIdentity> client = MakeNodeIdentity(key_a_, MakeTempDir(), "node-client");
+  absl::StatusOr<TlsIdentity> client =
+      MakeNodeIdentity(key_a_, testing::MakeTempDir("tls_handshake_test"), "node-client");
   ASSERT_TRUE(client.ok()) << client.status();
   v1::HealthReply reply;
   PeerIdentity server_seen;
@@ -157,7 +154,8 @@ TEST_F(TlsHandshakeTest, MemberClientIsSeenAsClient) {
 }
 
 TEST_F(TlsHandshakeTest, ForeignClusterNodeFailsTheHandshake) {
-  absl::StatusOr<TlsIdentity> foreign = MakeNodeIdentity(key_b_, MakeTempDir(), "node-foreign");
+  absl::StatusOr<TlsIdentity> foreign =
+      MakeNodeIdentity(key_b_, testing::MakeTempDir("tls_handshake_test"), "node-foreign");
   ASSERT_TRUE(foreign.ok()) << foreign.status();
   v1::HealthReply reply;
   EXPECT_EQ(CallHealth(ChannelCredentials(*foreign), &reply).error_code(),

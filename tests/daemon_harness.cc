@@ -121,13 +121,6 @@ uint16_t FreePort(int type) {
 uint16_t FreeTcpPort() { return FreePort(SOCK_STREAM); }
 uint16_t FreeUdpPort() { return FreePort(SOCK_DGRAM); }
 
-std::string MakeTempDir(const std::string& prefix) {
-  const char* base = getenv("TMPDIR");
-  std::string tmpl = absl::StrCat(base != nullptr ? base : "/tmp", "/", prefix, "-XXXXXX");
-  if (mkdtemp(tmpl.data()) == nullptr) return "";
-  return tmpl;
-}
-
 CommandResult RunCommand(const std::string& command_line, bool merge_stderr) {
   CommandResult r;
   FILE* pipe = popen((command_line + (merge_stderr ? " 2>&1" : "")).c_str(), "r");

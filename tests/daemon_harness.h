@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/testing/temp_dir.h"  // MakeTempDir, for the tests that use the harness
 
 namespace ringlm::testing {
 
@@ -48,9 +49,6 @@ std::string ModelPath(const std::string& file);  // in ../shared/models
 // A loopback port that was free a moment ago (bound to port 0 and released).
 uint16_t FreeTcpPort();
 uint16_t FreeUdpPort();
-
-// A fresh directory under the test temp dir.
-std::string MakeTempDir(const std::string& prefix);
 
 struct CommandResult {
   int exit_code = -1;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "inference/grammar/grammar_matcher.h"
 #include "inference/grammar/json_schema.h"
@@ -75,7 +76,7 @@ bool PythonJsonschemaAvailable() {
 // first failures.
 int ValidCount(const std::string& schema, const std::vector<std::string>& samples,
                const std::string& tag) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = ringlm::testing::MakeTempDir("grammar_walk");
   const std::string schema_path = dir + "/grammar_walk_" + tag + "_schema.json";
   const std::string samples_path = dir + "/grammar_walk_" + tag + "_samples.jsonl";
   const std::string result_path = dir + "/grammar_walk_" + tag + "_result.txt";
