@@ -7,6 +7,7 @@
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/kquant_internal.h"
+#include "inference/ops/quant_internal.h"
 
 namespace ringlm {
 
@@ -57,7 +58,7 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n) {
   }
 }
 
-void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n) {
+void QuantizeRowQ8_0ActivationsScalar(const float* x, void* dst, int64_t n) {
   assert(n % kQ8_0BlockSize == 0);
   auto* y = static_cast<BlockQ8_0*>(dst);
   const int64_t nb = n / kQ8_0BlockSize;
@@ -70,9 +71,18 @@ void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n) {
     y[i].d = Fp32ToFp16(d);
     for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
       // _mm256_round_ps(_MM_ROUND_NEAREST) == nearbyint in the default mode.
-      y[i].qs[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));
+      const float v = xb[j] * id;
+      y[i].qs[j] = std::isnan(v) ? 0 : static_cast<int8_t>(std::nearbyint(v));
     }
   }
+}
+
+void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return QuantizeRowQ8_0ActivationsAvx2(x, dst, n);
+#endif
+  QuantizeRowQ8_0ActivationsScalar(x, dst, n);
 }
 
 size_t RowBytes(TensorType type, int64_t n) {

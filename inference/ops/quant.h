@@ -98,8 +98,9 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n);
 
 // How ggml-cpu quantizes *activations* to Q8_0 on x86 (the AVX/AVX2
 // quantize_row_q8_0, which differs from the reference quantizer):
-// d = amax / 127.f, q = nearbyint(x * (127.f / amax)) (ties to even).
-// MatMul uses this for Q8_0 and Q4_0 weights.
+// d = amax / 127.f, q = nearbyint(x * (127.f / amax)) (ties to even), so
+// q is in [-127, 127]; a NaN product gives 0. MatMul uses this for Q8_0 and
+// Q4_0 weights. Runs the AVX2 form where the CPU has it, with the same bytes.
 void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n);
 
 // Bytes taken by a row of `n` values of `type` (n / block_size * block_bytes).

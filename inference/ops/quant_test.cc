@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "inference/ops/fp16.h"
+#include "inference/ops/quant_internal.h"
 
 namespace ringlm {
 namespace {
@@ -53,6 +55,41 @@ TEST(QuantTest, Q8_0ActivationsRoundHalfToEven) {
   const int expected[8] = {127, -64, 0, 2, 2, 0, -2, 3};
   for (int j = 0; j < 8; ++j) EXPECT_EQ(b.qs[j], expected[j]) << j;
   EXPECT_EQ(b.qs[31], -127);
+}
+
+// The dispatched quantizer (AVX2 where the CPU has it) writes the scalar
+// definition's bytes: random rows, exact ties, zeros, huge and tiny values,
+// infinities and NaNs.
+TEST(QuantTest, Q8_0ActivationsEqualTheScalarDefinition) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 9);
+  constexpr int64_t kCols = 32 * 64;
+  std::vector<float> x(kCols);
+  for (int round = 0; round < 50; ++round) {
+    const float scale = std::ldexp(1.0f, round % 2 == 0 ? round - 25 : 25 - round);
+    for (float& v : x) {
+      switch (pick(rng)) {
+        case 0:  // a tie: amax 127 makes id 1, so k + 0.5 stays a tie
+          v = static_cast<float>(static_cast<int>(normal(rng) * 40)) + 0.5f;
+          break;
+        case 1:
+          v = 0.0f;
+          break;
+        default:
+          v = normal(rng) * scale;
+      }
+    }
+    if (round % 5 == 1) x[round] = std::numeric_limits<float>::quiet_NaN();
+    if (round % 7 == 2) x[3 * round] = std::numeric_limits<float>::infinity();
+    if (round % 3 == 0) std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // a zero block
+    x[31] = 127.0f;                                                       // block 0: id exactly 1
+    std::vector<BlockQ8_0> fast(kCols / 32), scalar(kCols / 32);
+    QuantizeRowQ8_0Activations(x.data(), fast.data(), kCols);
+    QuantizeRowQ8_0ActivationsScalar(x.data(), scalar.data(), kCols);
+    ASSERT_EQ(std::memcmp(fast.data(), scalar.data(), fast.size() * sizeof(BlockQ8_0)), 0)
+        << "round " << round;
+  }
 }
 
 TEST(QuantTest, Q8_0AllZeroBlock) {
