@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -129,8 +130,7 @@ TEST(CliTest, FlagsReferenceIsCurrent) {
 }
 
 TEST(CliTest, KeygenWritesAPrivateKeyAndJoinCommandInstallsIt) {
-  char tmpl[] = "/tmp/ringlm-keygen-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const std::string dir = testing::MakeTempDir("ringlm-keygen");
   const std::string key = dir + "/cluster.key";
   RunResult made = RunCli("keygen --out " + Quote(key));
   ASSERT_EQ(made.exit_code, 0) << made.out;

