@@ -97,9 +97,10 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
     std::vector<float> q16(group * hd);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / config_.n_head_kv;
-      const int64_t h0 = (item % config_.n_head_kv) * group;  // the first query head
+      const int64_t kv_head = item % config_.n_head_kv;
+      const int64_t h0 = kv_head * group;  // its first query head
       const KvCache& cache = *layout.caches[layout.item[t]];
-      const int64_t kv_offset = (h0 / group) * hd;
+      const int64_t kv_offset = kv_head * hd;
       const int64_t n_keys = int64_t{layout.pos[t]} + 1;
       const float* qh = q + (t * n_head + h0) * hd;
       std::copy(qh, qh + group * hd, q16.begin());
