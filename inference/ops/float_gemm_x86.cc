@@ -3,10 +3,12 @@
 // qgemm_x86.cc; MatMul runs them only where CpuSupports(QGemmTarget::kAvx2).
 //
 // Numerics: exactly DotTiled of matmul_simd.cc. Each output keeps its own
-// 16-lane accumulator (two ymm: lanes 0-7 and 8-15), takes one FMA per lane
-// per step of 16 columns, in column order, and is reduced by halving at the
-// end. A tile of R rows x T tokens only shares the loads: the weights are
-// widened once per step for all T tokens, and each token's activations are
+// 16-lane accumulator, takes one FMA per lane per step of 16 columns, in
+// column order, and is reduced by halving at the end. Lanes 0-7 and 8-15 are
+// independent FMA chains, so a tile may run them in one pass (DecodeTile: one
+// token) or in two (PromptTile: R rows x T tokens, a pass per half over each
+// 256-column chunk) without changing a bit. A tile only shares the loads: the
+// weights are widened once for all T tokens, and each token's activations are
 // read once for all R rows. So an output's bits never depend on the tile it
 // lands in, the batch size or the threads. Hot: F32/F16/BF16 MatMul on x86.
 #include "inference/ops/matmul_internal.h"
@@ -16,6 +18,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+
+#include "inference/ops/fp16.h"
 
 namespace ringlm {
 namespace {
@@ -43,77 +47,147 @@ struct LoadBf16 {
   }
 };
 
-// out[i * T + j] = dot(row i, token j) for R rows (row_bytes apart) and T
-// tokens (x rows `cols` apart). Precondition: cols % 16 == 0. With one token
-// (decode), the R rows kPrefetchAheadRows further on are fetched meanwhile.
-template <typename Load, int R, int T>
-RINGLM_AVX2_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
-                             float* out) {
+// out[i * T + j] = dot(row i, token j) for R rows (row_bytes apart) and one
+// token (decode), with both halves of each accumulator in one pass; the R
+// rows kPrefetchAheadRows further on are fetched meanwhile. Precondition:
+// cols % 16 == 0.
+template <typename Load, int R>
+RINGLM_AVX2_TARGET void DecodeTile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
+                                   float* out) {
   constexpr size_t kStepBytes = R * 16 * Load::kBytes;  // R rows' bytes per step, contiguous
-  __m256 acc[R][T][2];
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) acc[i][j][0] = acc[i][j][1] = _mm256_setzero_ps();
-  }
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < cols; k += 16) {
-    if constexpr (T == 1) {
-      PrefetchAhead<kStepBytes>(w + kPrefetchAheadRows * row_bytes + (k / 16) * kStepBytes);
-    }
+    PrefetchAhead<kStepBytes>(w + kPrefetchAheadRows * row_bytes + (k / 16) * kStepBytes);
+    const __m256 x0 = _mm256_loadu_ps(x + k);
+    const __m256 x1 = _mm256_loadu_ps(x + k + 8);
     for (int i = 0; i < R; ++i) {
       const void* row = w + i * row_bytes;
-      const __m256 w0 = Load::At(row, k);
-      const __m256 w1 = Load::At(row, k + 8);
-      for (int j = 0; j < T; ++j) {
-        const float* xj = x + j * cols + k;
-        acc[i][j][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xj), acc[i][j][0]);
-        acc[i][j][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xj + 8), acc[i][j][1]);
+      acc[i][0] = _mm256_fmadd_ps(Load::At(row, k), x0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(Load::At(row, k + 8), x1, acc[i][1]);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    alignas(32) float lanes[16];
+    _mm256_store_ps(lanes, acc[i][0]);
+    _mm256_store_ps(lanes + 8, acc[i][1]);
+    out[i] = ReduceLanes<16>(lanes);
+  }
+}
+
+// The same outputs for R rows and T tokens (a prompt). Lanes 0-7 and 8-15
+// of an accumulator are independent FMA chains (columns 16s+0..7 and
+// 16s+8..15), so they are run as two passes over the columns, one ymm per
+// output each: R x T accumulators, T activation vectors and one weight
+// vector fill the 16 registers, and every load feeds several FMAs.
+constexpr int64_t kPassCols = 256;
+template <typename Load, int R, int T>
+RINGLM_AVX2_TARGET void PromptTile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
+                                   float* out) {
+  alignas(32) float lanes[R][T][16] = {};  // the accumulators between passes
+  for (int64_t k0 = 0; k0 < cols; k0 += kPassCols) {
+    const int64_t k1 = std::min(cols, k0 + kPassCols);
+    for (int half = 0; half < 2; ++half) {
+      __m256 acc[R][T];
+      for (int i = 0; i < R; ++i) {
+        for (int j = 0; j < T; ++j) acc[i][j] = _mm256_load_ps(&lanes[i][j][8 * half]);
+      }
+      for (int64_t k = k0 + 8 * half; k < k1; k += 16) {
+        __m256 xv[T];
+        for (int j = 0; j < T; ++j) xv[j] = _mm256_loadu_ps(x + j * cols + k);
+        for (int i = 0; i < R; ++i) {
+          const __m256 wv = Load::At(w + i * row_bytes, k);
+          for (int j = 0; j < T; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+        }
+      }
+      for (int i = 0; i < R; ++i) {
+        for (int j = 0; j < T; ++j) _mm256_store_ps(&lanes[i][j][8 * half], acc[i][j]);
       }
     }
   }
   for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) {
-      alignas(32) float lanes[16];
-      _mm256_store_ps(lanes, acc[i][j][0]);
-      _mm256_store_ps(lanes + 8, acc[i][j][1]);
-      out[i * T + j] = ReduceLanes<16>(lanes);
-    }
+    for (int j = 0; j < T; ++j) out[i * T + j] = ReduceLanes<16>(lanes[i][j]);
   }
 }
 
-constexpr int kRows = 2;    // R of a full tile
-constexpr int kTokens = 3;  // T of a full tile: 12 accumulators of 16 hide the FMA latency
+constexpr int kRows = 4;    // R of a full prompt tile
+constexpr int kTokens = 3;  // T of a full prompt tile: 12 accumulators hide the FMA latency
 
-// Tile<Load, R, n> for a tail of n < T tokens too.
+// PromptTile<Load, R, n> for n <= T tokens (a tail has fewer).
 template <typename Load, int R, int T = kTokens>
-RINGLM_AVX2_TARGET void TileOf(int n, const uint8_t* w, size_t row_bytes, const float* x,
-                               int64_t cols, float* out) {
+RINGLM_AVX2_TARGET void PromptTileOf(int n, const uint8_t* w, size_t row_bytes, const float* x,
+                                     int64_t cols, float* out) {
   if constexpr (T > 1) {
-    if (n < T) return TileOf<Load, R, T - 1>(n, w, row_bytes, x, cols, out);
+    if (n < T) return PromptTileOf<Load, R, T - 1>(n, w, row_bytes, x, cols, out);
   }
-  Tile<Load, R, T>(w, row_bytes, x, cols, out);
+  PromptTile<Load, R, T>(w, row_bytes, x, cols, out);
 }
 
+// Rows [r, r + R) times tokens [t, t + n), into job.y.
 template <typename Load, int R>
-RINGLM_AVX2_TARGET void RowsTimesTokens(const DotJob& job, int64_t r, int64_t t0, int64_t t1) {
+RINGLM_AVX2_TARGET void TileAt(const DotJob& job, int64_t r, int64_t t, int n) {
   const uint8_t* w = job.w + r * job.row_bytes;
-  for (int64_t t = t0; t < t1; t += kTokens) {
-    float out[kRows * kTokens];
-    const int n = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
-    TileOf<Load, R>(n, w, job.row_bytes, job.x_floats + t * job.cols, job.cols, out);
-    for (int i = 0; i < R; ++i) {
-      for (int j = 0; j < n; ++j) job.y[(t + j) * job.rows + r + i] = out[i * n + j];
-    }
+  const float* x = job.x_floats + t * job.cols;
+  float out[R * kTokens];
+  if (n == 1) {
+    DecodeTile<Load, R>(w, job.row_bytes, x, job.cols, out);
+  } else {
+    PromptTileOf<Load, R>(n, w, job.row_bytes, x, job.cols, out);
+  }
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < n; ++j) job.y[(t + j) * job.rows + r + i] = out[i * n + j];
   }
 }
 
+// Each group of kTokens tokens visits every row of [r0, r1) before the
+// next: its activations stay in L1 while the rows come from L2.
 template <typename Load>
 RINGLM_AVX2_TARGET void DotRowsTiled(const DotJob& job, int64_t r0, int64_t r1, int64_t t0,
                                      int64_t t1) {
-  int64_t r = r0;
-  for (; r + kRows <= r1; r += kRows) RowsTimesTokens<Load, kRows>(job, r, t0, t1);
-  for (; r < r1; ++r) RowsTimesTokens<Load, 1>(job, r, t0, t1);
+  for (int64_t t = t0; t < t1; t += kTokens) {
+    const int n = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
+    int64_t r = r0;
+    for (; r + kRows <= r1; r += kRows) TileAt<Load, kRows>(job, r, t, n);
+    for (; r < r1; ++r) TileAt<Load, 1>(job, r, t, n);
+  }
+}
+
+RINGLM_AVX2_TARGET void RoundToHalf(TensorType type, const float* x, float* dst, int64_t n) {
+  int64_t i = 0;
+  if (type == TensorType::kF16) {
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; ++i) dst[i] = Fp16ToFp32(Fp32ToFp16(x[i]));
+    return;
+  }
+  // BF16 (Fp32ToBf16): add 0x7fff plus the kept part's lowest bit and drop
+  // the low half; a NaN keeps its top bits and is made quiet.
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i high = _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u));
+  const __m256i quiet = _mm256_set1_epi32(0x00400000);
+  const __m256i bias = _mm256_set1_epi32(0x7fff);
+  const __m256i one = _mm256_set1_epi32(1);
+  for (; i + 8 <= n; i += 8) {
+    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    const __m256i rounded =
+        _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(bias, lsb)), high);
+    const __m256i nan = _mm256_or_si256(_mm256_and_si256(u, high), quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_blendv_epi8(rounded, nan, is_nan));
+  }
+  for (; i < n; ++i) dst[i] = Bf16ToFp32(Fp32ToBf16(x[i]));
 }
 
 }  // namespace
+
+void RoundToHalfAvx2(TensorType type, const float* x, float* dst, int64_t n) {
+  RoundToHalf(type, x, dst, n);
+}
 
 void FloatTiledDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   switch (job.type) {

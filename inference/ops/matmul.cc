@@ -187,6 +187,13 @@ float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
+// RoundToHalfAvx2's definition, in portable code.
+void RoundToHalf(TensorType type, const float* x, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = type == TensorType::kF16 ? Fp16ToFp32(Fp32ToFp16(x[i])) : Bf16ToFp32(Fp32ToBf16(x[i]));
+  }
+}
+
 }  // namespace
 
 float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
@@ -267,11 +274,12 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       const size_t needed = static_cast<size_t>(n_tokens * cols);
       if (float_scratch.size() < needed) float_scratch.resize(needed);
       float* dst = float_scratch.data();
-      const bool f16 = type == TensorType::kF16;
+      auto round_to_half = &RoundToHalf;
+#if defined(__x86_64__)
+      if (ActiveQGemmTarget() != QGemmTarget::kNone) round_to_half = &RoundToHalfAvx2;
+#endif
       RunParallel(pool, n_tokens, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin * cols; i < end * cols; ++i) {
-          dst[i] = f16 ? Fp16ToFp32(Fp32ToFp16(x[i])) : Bf16ToFp32(Fp32ToBf16(x[i]));
-        }
+        round_to_half(type, x + begin * cols, dst + begin * cols, (end - begin) * cols);
       });
       job.x_floats = dst;
       break;
@@ -309,14 +317,17 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   // On x86, wherever the quantized GEMM's AVX2 or AVX-512 target runs (so a
   // forced Highway target forces this choice too): the K-quants' byte
   // multiplies (kquant_x86.cc), and register tiles for the float types in
-  // the tiled order (float_gemm_x86.cc). Both bit-identical to DotRows.
+  // the tiled order (float_gemm_x86.cc, float_gemm_avx512.cc). All
+  // bit-identical to DotRows.
   auto dot_rows = &DotRows;
 #if defined(__x86_64__)
-  if (ActiveQGemmTarget() != QGemmTarget::kNone) {
+  const QGemmTarget x86_target = ActiveQGemmTarget();
+  if (x86_target != QGemmTarget::kNone) {
     if (type == TensorType::kQ4_K || type == TensorType::kQ6_K) {
       dot_rows = &KQuantDotRowsAvx2;
-    } else if (job.order == DotOrder::kTiled) {
-      dot_rows = &FloatTiledDotRowsAvx2;  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
+    } else if (job.order == DotOrder::kTiled) {  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
+      dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
+                                                        : &FloatTiledDotRowsAvx2;
     }
   }
 #endif

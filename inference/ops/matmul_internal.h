@@ -63,6 +63,15 @@ int64_t DispatchedHwyTarget();
 // tiles of float_gemm_x86.cc, bit-identical to it. Preconditions: cols % 16
 // == 0 and CpuSupports(QGemmTarget::kAvx2). Hot.
 void FloatTiledDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+// The same with the zmm tiles of float_gemm_avx512.cc, bit-identical to it.
+// Preconditions: cols % 16 == 0 and CpuSupports(QGemmTarget::kAvx512Vnni).
+void FloatTiledDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+
+// dst[i] = x[i] rounded to `type` (F16 or BF16) and widened back:
+// Fp16ToFp32(Fp32ToFp16(x[i])) or Bf16ToFp32(Fp32ToBf16(x[i])), bit for bit
+// (NaN and infinity included), with F16C/AVX2. Precondition:
+// CpuSupports(QGemmTarget::kAvx2). Hot (every F16/BF16 MatMul's activations).
+void RoundToHalfAvx2(TensorType type, const float* x, float* dst, int64_t n);
 #endif
 
 // One output element with portable scalar code (bit-identical to DotRows);

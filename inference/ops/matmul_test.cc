@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hwy/targets.h"
+#include "inference/ops/cpu_target.h"
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul_internal.h"
+#include "inference/ops/qgemm_internal.h"
 #include "inference/ops/quant.h"
 
 namespace ringlm {
@@ -107,30 +110,41 @@ TEST(MatMulTest, MatchesReferenceBitForBitOnAwkwardShapes) {
   }
 }
 
-// The tiled order (rows % 4 == 0, cols % 16 == 0) for the float types, over
-// every token count of the register tiles' tails and odd row splits across
-// threads: each output keeps the reference's bits.
-TEST(MatMulTest, FloatTilesOfEveryShapeMatchReference) {
+// Restores the "auto" CPU target however a test ends.
+class MatMulOnEveryTargetTest : public ::testing::Test {
+ protected:
+  void TearDown() override { ASSERT_TRUE(SetCpuTarget("auto").ok()); }
+};
+
+// The tiled order (rows % 4 == 0, cols % 16 == 0) for the float types, on
+// every CPU target this machine runs, over every token count of the register
+// tiles' tails (x86: 3 tokens for AVX2, 6 for AVX-512) and odd row splits
+// across threads: each output keeps the reference's bits.
+TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
   std::mt19937 rng(9);
   ThreadPool pool3(3);
-  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
-    for (int64_t rows : {4, 12, 36}) {
-      for (int64_t cols : {16, 272}) {
-        const std::vector<float> wf = RandomVector(rows * cols, rng);
-        const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
-        ASSERT_EQ(MatMulDotOrder(type, rows, cols, 1), DotOrder::kTiled);
-        for (int64_t n_tokens = 1; n_tokens <= 7; ++n_tokens) {
-          const std::vector<float> x = RandomVector(n_tokens * cols, rng);
-          for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
-            std::vector<float> y(n_tokens * rows, NAN);
-            MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
-            for (int64_t t = 0; t < n_tokens; ++t) {
-              for (int64_t r = 0; r < rows; ++r) {
-                const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
-                                                  x.data() + t * cols, cols, DotOrder::kTiled);
-                ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
-                    << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
-                    << " n_tokens=" << n_tokens << " t=" << t << " r=" << r;
+  for (const std::string& target : RunnableCpuTargets()) {
+    SCOPED_TRACE(target);
+    ASSERT_TRUE(SetCpuTarget(target).ok());
+    for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
+      for (int64_t rows : {4, 12, 36}) {
+        for (int64_t cols : {16, 272, 528}) {  // 528: the AVX2 tiles' passes of 256 columns
+          const std::vector<float> wf = RandomVector(rows * cols, rng);
+          const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
+          ASSERT_EQ(MatMulDotOrder(type, rows, cols, 1), DotOrder::kTiled);
+          for (int64_t n_tokens = 1; n_tokens <= 13; ++n_tokens) {
+            const std::vector<float> x = RandomVector(n_tokens * cols, rng);
+            for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
+              std::vector<float> y(n_tokens * rows, NAN);
+              MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
+              for (int64_t t = 0; t < n_tokens; ++t) {
+                for (int64_t r = 0; r < rows; ++r) {
+                  const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
+                                                    x.data() + t * cols, cols, DotOrder::kTiled);
+                  ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
+                      << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
+                      << " n_tokens=" << n_tokens << " t=" << t << " r=" << r;
+                }
               }
             }
           }
@@ -139,6 +153,33 @@ TEST(MatMulTest, FloatTilesOfEveryShapeMatchReference) {
     }
   }
 }
+
+#if defined(__x86_64__)
+// The vector rounding of F16/BF16 activations equals the scalar definition on
+// every kind of float: ties, subnormals, overflow, infinities and NaNs.
+TEST(MatMulTest, VectorHalfRoundingEqualsTheScalarOne) {
+  if (!CpuSupports(QGemmTarget::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  std::vector<float> x;
+  for (uint32_t bits :
+       {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+        0x7fbfffffu, 0x477ff000u, 0x477fefffu, 0x33000000u, 0x33000001u, 0x387fe000u, 0x00000001u,
+        0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x7f7fffffu, 0x3c001000u, 0x3c003000u}) {
+    x.push_back(std::bit_cast<float>(bits));
+  }
+  std::mt19937 rng(3);
+  for (int i = 0; i < 4000; ++i) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (TensorType type : {TensorType::kF16, TensorType::kBF16}) {
+    std::vector<float> got(x.size());
+    RoundToHalfAvx2(type, x.data(), got.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want =
+          type == TensorType::kF16 ? Fp16ToFp32(Fp32ToFp16(x[i])) : Bf16ToFp32(Fp32ToBf16(x[i]));
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want))
+          << TraitsOf(type).name << " input bits " << std::hex << std::bit_cast<uint32_t>(x[i]);
+    }
+  }
+}
+#endif
 
 // Every compiled SIMD target (AVX-512, AVX2, and the scalar fallback here)
 // must give the reference bits: the lane layouts are width-independent.

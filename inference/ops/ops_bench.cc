@@ -1,5 +1,5 @@
 // ops_bench: throughput of the MatMul kernels and of memory on this machine.
-// Not a test. Usage: ops_bench [-t THREADS] [-r REPS]
+// Not a test. Usage: [RINGLM_CPU_TARGET=NAME] ops_bench [-t THREADS] [-r REPS]
 //
 // For each weight type and shape (rows x cols, tinyllama's FFN and attention
 // shapes) it prints matrix-vector time and the weight bytes streamed per
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "inference/ops/cpu_target.h"
 #include "inference/ops/matmul.h"
 #include "inference/ops/quant.h"
 #include "inference/ops/thread_pool.h"
@@ -92,8 +93,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // RINGLM_CPU_TARGET measures another CPU's kernel path here.
+  if (const absl::Status s = SetCpuTarget(CpuTargetFromEnvironment()); !s.ok()) {
+    std::fprintf(stderr, "ops_bench: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   ThreadPool pool(threads);
-  std::printf("ops_bench: %d thread(s), best of %d\n", pool.n_threads(), reps);
+  std::printf("ops_bench: %d thread(s), best of %d, cpu %s\n", pool.n_threads(), reps,
+              ActiveCpuTargetName().c_str());
   MemoryLines(pool, reps);
 
   struct Shape {
