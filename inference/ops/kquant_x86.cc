@@ -1,6 +1,7 @@
-// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations, written
-// with intrinsics under a target attribute (like qgemm_x86.cc), so MatMul
-// runs them only where CpuSupports(QGemmTarget::kAvx2).
+// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations, and an
+// AVX-512 twin of the Q4_K one for prompts, written with intrinsics under
+// target attributes (like qgemm_x86.cc), so MatMul runs them only where
+// CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the AVX-512 one).
 //
 // Numerics: exactly DotQ4_K / DotQ6_K of matmul.cc (ggml's AVX2 order). The
 // integer lane sums are exact, only computed with byte multiplies:
@@ -16,6 +17,11 @@
 
 #if defined(__x86_64__)
 
+// GCC 12 reports its own _mm512_undefined_*() (used inside insert and
+// broadcast intrinsics) as maybe-uninitialized: a false positive.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -171,6 +177,87 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t,
   }
 }
 
+// ---------------------------------------------------------------------------
+// AVX-512 (prompts of Q4_K rows): one zmm holds token 2p's 8 lanes in its low
+// half and token 2p + 1's in its high half, so each instruction does what two
+// of DotQ4_KAvx2's do, with the same integer and float operations per lane.
+
+#define RINGLM_AVX512BW_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+
+RINGLM_AVX512BW_TARGET inline __m512i PairOf(const void* a, const void* b) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(Load32(a)), Load32(b), 1);
+}
+
+// One Q4_K row against the 2P tokens' Q8_K rows x[0..2P); out[t] equals
+// DotQ4_KAvx2's for that token, bit for bit.
+template <int P>
+RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* const* x,
+                                         int64_t n_blocks, float* out) {
+  constexpr int T = 2 * P;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[P];
+  __m128 acc_m[T];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int t = 0; t < T; ++t) acc_m[t] = _mm_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float wd = Fp16ToFp32(w[b].d);
+    const float wdmin = Fp16ToFp32(w[b].dmin);
+    const __m256i scales_mins = Q4_KScalesMins(w[b].scales);
+    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
+    alignas(32) int16_t sc[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), scales_mins);
+    __m512i lo[4], hi[4];
+    for (int c = 0; c < 4; ++c) {
+      const __m512i q = _mm512_broadcast_i64x4(Load32(w[b].qs + 32 * c));
+      lo[c] = _mm512_and_si512(q, m4);
+      hi[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+    }
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_K& xb = x[t][b];
+      const __m128i pair_sums =
+          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+      const __m128i prod = _mm_madd_epi16(mins, pair_sums);
+      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-xb.d * wdmin), _mm_cvtepi32_ps(prod), acc_m[t]);
+    }
+    for (int p = 0; p < P; ++p) {
+      const BlockQ8_K& xa = x[2 * p][b];
+      const BlockQ8_K& xb = x[2 * p + 1][b];
+      __m512i sumi = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        const __m512i pl = _mm512_maddubs_epi16(lo[c], PairOf(xa.qs + 64 * c, xb.qs + 64 * c));
+        const __m512i ph =
+            _mm512_maddubs_epi16(hi[c], PairOf(xa.qs + 64 * c + 32, xb.qs + 64 * c + 32));
+        sumi = _mm512_add_epi32(
+            sumi, _mm512_add_epi32(_mm512_madd_epi16(pl, _mm512_set1_epi16(sc[2 * c])),
+                                   _mm512_madd_epi16(ph, _mm512_set1_epi16(sc[2 * c + 1]))));
+      }
+      const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(xa.d * wd), _mm256_set1_ps(xb.d * wd), 1);
+      acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[p]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[t / 2]);
+    alignas(16) float am[4];
+    _mm_store_ps(am, acc_m[t]);
+    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2)) + ((am[0] + am[2]) + (am[1] + am[3]));
+  }
+}
+
+// Q4_K row r against tokens [t, t + n), n <= 2P: a missing last token of
+// a pair repeats the one before it, and its result is dropped.
+template <int P>
+RINGLM_AVX512BW_TARGET void Q4_KPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n,
+                                        int64_t nb) {
+  const BlockQ8_K* x[2 * P];
+  for (int64_t i = 0; i < 2 * P; ++i) x[i] = job.x_q8_k + (t + std::min(i, n - 1)) * nb;
+  float out[2 * P];
+  DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(job.w + r * job.row_bytes), x, nb, out);
+  for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
+}
+
 }  // namespace
 
 void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
@@ -196,6 +283,33 @@ void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, in
           break;
       }
       for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
+    }
+  }
+}
+
+void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+  // Decode is bound by memory, and Q6_K rows are the minority of a model:
+  // the AVX2 kernels serve them.
+  if (job.type != TensorType::kQ4_K || t1 - t0 == 1) return KQuantDotRowsAvx2(job, r0, r1, t0, t1);
+  const int64_t nb = job.cols / kQK_K;
+  constexpr int64_t kTokens = 8;  // per kernel call: 4 pairs share the row's unpacking
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t t = t0; t < t1; t += kTokens) {
+      const int64_t n = std::min(kTokens, t1 - t);
+      switch ((n + 1) / 2) {
+        case 1:
+          Q4_KPairsAt<1>(job, r, t, n, nb);
+          break;
+        case 2:
+          Q4_KPairsAt<2>(job, r, t, n, nb);
+          break;
+        case 3:
+          Q4_KPairsAt<3>(job, r, t, n, nb);
+          break;
+        default:
+          Q4_KPairsAt<4>(job, r, t, n, nb);
+          break;
+      }
     }
   }
 }

@@ -116,40 +116,59 @@ class MatMulOnEveryTargetTest : public ::testing::Test {
   void TearDown() override { ASSERT_TRUE(SetCpuTarget("auto").ok()); }
 };
 
-// The tiled order (rows % 4 == 0, cols % 16 == 0) for the float types, on
-// every CPU target this machine runs, over every token count of the register
-// tiles' tails (x86: 3 tokens for AVX2, 6 for AVX-512) and odd row splits
-// across threads: each output keeps the reference's bits.
-TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
-  std::mt19937 rng(9);
+// MatMul of random `type` weights over 1..max_tokens tokens, on one thread
+// and on 3, on every CPU target this machine runs, gives each output the
+// reference's bits.
+void ExpectEveryTokenCountMatchesReference(TensorType type, int64_t rows, int64_t cols,
+                                           int64_t max_tokens, std::mt19937& rng) {
   ThreadPool pool3(3);
+  const std::vector<float> wf = RandomVector(rows * cols, rng);
+  const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
   for (const std::string& target : RunnableCpuTargets()) {
-    SCOPED_TRACE(target);
     ASSERT_TRUE(SetCpuTarget(target).ok());
-    for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
-      for (int64_t rows : {4, 12, 36}) {
-        for (int64_t cols : {16, 272, 528}) {  // 528: the AVX2 tiles' passes of 256 columns
-          const std::vector<float> wf = RandomVector(rows * cols, rng);
-          const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
-          ASSERT_EQ(MatMulDotOrder(type, rows, cols, 1), DotOrder::kTiled);
-          for (int64_t n_tokens = 1; n_tokens <= 13; ++n_tokens) {
-            const std::vector<float> x = RandomVector(n_tokens * cols, rng);
-            for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
-              std::vector<float> y(n_tokens * rows, NAN);
-              MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
-              for (int64_t t = 0; t < n_tokens; ++t) {
-                for (int64_t r = 0; r < rows; ++r) {
-                  const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
-                                                    x.data() + t * cols, cols, DotOrder::kTiled);
-                  ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
-                      << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
-                      << " n_tokens=" << n_tokens << " t=" << t << " r=" << r;
-                }
-              }
-            }
+    for (int64_t n_tokens = 1; n_tokens <= max_tokens; ++n_tokens) {
+      const std::vector<float> x = RandomVector(n_tokens * cols, rng);
+      const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
+        std::vector<float> y(n_tokens * rows, NAN);
+        MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float ref = DotRowReference(type, w.data() + r * (w.size() / rows),
+                                              x.data() + t * cols, cols, order);
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[t * rows + r]), std::bit_cast<uint32_t>(ref))
+                << target << " " << TraitsOf(type).name << " rows=" << rows << " cols=" << cols
+                << " n_tokens=" << n_tokens << " t=" << t << " r=" << r;
           }
         }
       }
+    }
+  }
+}
+
+// The tiled order (rows % 4 == 0, cols % 16 == 0) for the float types, over
+// every token count of the register tiles' tails (x86: 3 tokens for AVX2, 6
+// for AVX-512) and odd row splits across threads.
+TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
+  std::mt19937 rng(9);
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
+    for (int64_t rows : {4, 12, 36}) {
+      for (int64_t cols : {16, 272, 528}) {  // 528: the AVX2 tiles' passes of 256 columns
+        ASSERT_EQ(MatMulDotOrder(type, rows, cols, 1), DotOrder::kTiled);
+        ExpectEveryTokenCountMatchesReference(type, rows, cols, 13, rng);
+      }
+    }
+  }
+}
+
+// The K-quants' token groups (x86: 4 tokens for AVX2, 4 pairs for AVX-512,
+// with odd tails).
+TEST_F(MatMulOnEveryTargetTest, KQuantTokenGroupsOfEveryShapeMatchReference) {
+  std::mt19937 rng(10);
+  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+    for (int64_t rows : {3, 8}) {
+      for (int64_t cols : {256, 768})
+        ExpectEveryTokenCountMatchesReference(type, rows, cols, 19, rng);
     }
   }
 }
