@@ -263,9 +263,12 @@ RINGLM_AVX512BW_TARGET void Q4_KPairsAt(const DotJob& job, int64_t r, int64_t t,
 void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   const int64_t nb = job.cols / kQK_K;
   constexpr int64_t kTokens = 4;  // per kernel call: the row is unpacked once for them
-  for (int64_t r = r0; r < r1; ++r) {
-    const void* row = job.w + r * job.row_bytes;
-    for (int64_t t = t0; t < t1; t += kTokens) {
+  // Each group of tokens visits every row of [r0, r1) (a few KB each)
+  // before the next: the group's activations stay in L1, where a row's walk
+  // over all of a long prompt's would stream them from L3.
+  for (int64_t t = t0; t < t1; t += kTokens) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const void* row = job.w + r * job.row_bytes;
       float out[kTokens];
       const int64_t n = std::min(kTokens, t1 - t);
       switch (n) {
@@ -293,8 +296,8 @@ void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, 
   if (job.type != TensorType::kQ4_K || t1 - t0 == 1) return KQuantDotRowsAvx2(job, r0, r1, t0, t1);
   const int64_t nb = job.cols / kQK_K;
   constexpr int64_t kTokens = 8;  // per kernel call: 4 pairs share the row's unpacking
-  for (int64_t r = r0; r < r1; ++r) {
-    for (int64_t t = t0; t < t1; t += kTokens) {
+  for (int64_t t = t0; t < t1; t += kTokens) {  // as in KQuantDotRowsAvx2
+    for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = std::min(kTokens, t1 - t);
       switch ((n + 1) / 2) {
         case 1:
