@@ -20,8 +20,8 @@ struct DotJob;
 // DotRows for Q4_K and Q6_K jobs with the AVX2 kernels of kquant_x86.cc,
 // bit-identical to it. Precondition: CpuSupports(QGemmTarget::kAvx2). Hot.
 void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
-// The same, with AVX-512 token pairs for Q4_K prompts (the rest runs the
-// AVX2 kernels), bit-identical to it. Precondition:
+// The same, with AVX-512 token pairs for prompts (decode runs the AVX2
+// kernels), bit-identical to it. Precondition:
 // CpuSupports(QGemmTarget::kAvx512Vnni). Hot.
 void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
 #endif

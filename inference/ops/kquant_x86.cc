@@ -1,7 +1,7 @@
 // x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations, and an
-// AVX-512 twin of the Q4_K one for prompts, written with intrinsics under
+// AVX-512 twin of each for prompts, written with intrinsics under
 // target attributes (like qgemm_x86.cc), so MatMul runs them only where
-// CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the AVX-512 one).
+// CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the AVX-512 ones).
 //
 // Numerics: exactly DotQ4_K / DotQ6_K of matmul.cc (ggml's AVX2 order). The
 // integer lane sums are exact, only computed with byte multiplies:
@@ -178,9 +178,10 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t,
 }
 
 // ---------------------------------------------------------------------------
-// AVX-512 (prompts of Q4_K rows): one zmm holds token 2p's 8 lanes in its low
-// half and token 2p + 1's in its high half, so each instruction does what two
-// of DotQ4_KAvx2's do, with the same integer and float operations per lane.
+// AVX-512 (prompts): one zmm holds token 2p's 8 lanes in its low half and
+// token 2p + 1's in its high half, so each instruction does what two of
+// DotQ4_KAvx2's or DotQ6_KAvx2's do, with the same integer and float
+// operations per lane.
 
 #define RINGLM_AVX512BW_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
@@ -246,15 +247,74 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
   }
 }
 
-// Q4_K row r against tokens [t, t + n), n <= 2P: a missing last token of
+// One Q6_K row against 2P tokens, as DotQ4_KPairs; out[t] equals
+// DotQ6_KAvx2's for that token, bit for bit.
+template <int P>
+RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* const* x,
+                                         int64_t n_blocks, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  const __m512i k32 = _mm512_set1_epi8(32);
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float wd = Fp16ToFp32(w[b].d);
+    __m512i sumi[P];
+    for (int p = 0; p < P; ++p) sumi[p] = _mm512_setzero_si512();
+    for (int c = 0; c < 2; ++c) {
+      const uint8_t* ql = w[b].ql + 64 * c;
+      const int8_t* sc = w[b].scales + 8 * c;
+      const __m512i h = _mm512_broadcast_i64x4(Load32(w[b].qh + 32 * c));
+      const __m512i l1 = _mm512_broadcast_i64x4(Load32(ql));
+      const __m512i l2 = _mm512_broadcast_i64x4(Load32(ql + 32));
+      const __m512i q[4] = {
+          _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4)),
+          _mm512_or_si512(_mm512_and_si512(l2, m4),
+                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m3), 4)),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l2, 4), m4),
+                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m3), 4)),
+      };
+      for (int k = 0; k < 4; ++k) {
+        const __m512i scales = _mm512_broadcast_i64x4(
+            _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k])));
+        for (int p = 0; p < P; ++p) {
+          const __m512i xv =
+              PairOf(x[2 * p][b].qs + 128 * c + 32 * k, x[2 * p + 1][b].qs + 128 * c + 32 * k);
+          const __m512i prod =
+              _mm512_sub_epi16(_mm512_maddubs_epi16(q[k], xv), _mm512_maddubs_epi16(k32, xv));
+          sumi[p] = _mm512_add_epi32(sumi[p], _mm512_madd_epi16(prod, scales));
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(x[2 * p][b].d * wd),
+                                          _mm256_set1_ps(x[2 * p + 1][b].d * wd), 1);
+      acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[p]), acc[p]);
+    }
+  }
+  for (int t = 0; t < 2 * P; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[t / 2]);
+    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2));
+  }
+}
+
+// Row r (Q4_K or Q6_K) against tokens [t, t + n), n <= 2P: a missing last token of
 // a pair repeats the one before it, and its result is dropped.
 template <int P>
-RINGLM_AVX512BW_TARGET void Q4_KPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n,
-                                        int64_t nb) {
+RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n,
+                                          int64_t nb) {
   const BlockQ8_K* x[2 * P];
   for (int64_t i = 0; i < 2 * P; ++i) x[i] = job.x_q8_k + (t + std::min(i, n - 1)) * nb;
   float out[2 * P];
-  DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(job.w + r * job.row_bytes), x, nb, out);
+  const uint8_t* row = job.w + r * job.row_bytes;
+  if (job.type == TensorType::kQ4_K) {
+    DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, out);
+  } else {
+    DotQ6_KPairs<P>(reinterpret_cast<const BlockQ6_K*>(row), x, nb, out);
+  }
   for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
 }
 
@@ -291,9 +351,8 @@ void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, in
 }
 
 void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
-  // Decode is bound by memory, and Q6_K rows are the minority of a model:
-  // the AVX2 kernels serve them.
-  if (job.type != TensorType::kQ4_K || t1 - t0 == 1) return KQuantDotRowsAvx2(job, r0, r1, t0, t1);
+  // Decode is bound by memory: the AVX2 kernels serve it.
+  if (t1 - t0 == 1) return KQuantDotRowsAvx2(job, r0, r1, t0, t1);
   const int64_t nb = job.cols / kQK_K;
   constexpr int64_t kTokens = 8;  // per kernel call: 4 pairs share the row's unpacking
   for (int64_t t = t0; t < t1; t += kTokens) {  // as in KQuantDotRowsAvx2
@@ -301,16 +360,16 @@ void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, 
       const int64_t n = std::min(kTokens, t1 - t);
       switch ((n + 1) / 2) {
         case 1:
-          Q4_KPairsAt<1>(job, r, t, n, nb);
+          KQuantPairsAt<1>(job, r, t, n, nb);
           break;
         case 2:
-          Q4_KPairsAt<2>(job, r, t, n, nb);
+          KQuantPairsAt<2>(job, r, t, n, nb);
           break;
         case 3:
-          Q4_KPairsAt<3>(job, r, t, n, nb);
+          KQuantPairsAt<3>(job, r, t, n, nb);
           break;
         default:
-          Q4_KPairsAt<4>(job, r, t, n, nb);
+          KQuantPairsAt<4>(job, r, t, n, nb);
           break;
       }
     }
