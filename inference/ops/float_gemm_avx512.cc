@@ -13,10 +13,11 @@
 
 #if defined(__x86_64__)
 
-// GCC 12 reports its own _mm512_undefined_*() (used inside convert
-// intrinsics) as maybe-uninitialized: a false positive.
+// GCC 12 reports its own _mm512_undefined_*() (used inside convert, cast
+// and shuffle intrinsics) as uninitialized: a false positive.
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -50,6 +51,16 @@ struct LoadBf16 {
   }
 };
 
+// ReduceLanes<16> of the lanes of v, in registers: the same halving tree
+// (lane i + lane i + 8, then + 4, + 2, + 1), so the same bits.
+RINGLM_AVX512_TARGET inline float ReduceHalving(__m512 v) {
+  const __m512 high = _mm512_shuffle_f32x4(v, v, 0xEE);  // lanes 8-15 to 0-7
+  const __m256 v8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_castps512_ps256(high));
+  const __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps(v8, 1));
+  const __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+  return _mm_cvtss_f32(_mm_add_ss(v2, _mm_movehdup_ps(v2)));
+}
+
 constexpr int kRows = 4;    // R of a full tile
 constexpr int kTokens = 6;  // T of a full tile: 24 accumulators, 6 activations and a weight
 
@@ -76,11 +87,7 @@ RINGLM_AVX512_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* 
     }
   }
   for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, acc[i][j]);
-      out[i * T + j] = ReduceLanes<16>(lanes);
-    }
+    for (int j = 0; j < T; ++j) out[i * T + j] = ReduceHalving(acc[i][j]);
   }
 }
 
