@@ -4,7 +4,9 @@
 // For each weight type and shape (rows x cols, tinyllama's FFN and attention
 // shapes) it prints matrix-vector time and the weight bytes streamed per
 // second (decode is bound by this), and 128-token matrix-matrix GFLOPS
-// (prefill). The memory lines give read and memcpy bandwidth over 256 MiB.
+// (prefill). The memory lines give read and memcpy bandwidth over 256 MiB,
+// and the "decode from memory" lines the matrix-vector rate over weights
+// too large for the caches, as a share of that read bandwidth.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,9 +40,11 @@ double BestOf(int reps, Fn&& fn) {
   return best;
 }
 
-void MemoryLines(ThreadPool& pool, int reps) {
+// Prints the memory lines; returns the read bandwidth with the pool's threads.
+double MemoryLines(ThreadPool& pool, int reps) {
   const size_t bytes = size_t{256} << 20;
   std::vector<uint64_t> src(bytes / 8, 1), dst(bytes / 8, 0);
+  double read_gbs = 0.0;
   for (int threads : {1, pool.n_threads()}) {
     ThreadPool local(threads);
     volatile uint64_t sink = 0;
@@ -72,6 +76,41 @@ void MemoryLines(ThreadPool& pool, int reps) {
     });
     std::printf("memory  %d thread(s): read %6.1f GB/s   memcpy %6.1f GB/s (read+write)\n", threads,
                 bytes / t_read / 1e9, 2.0 * bytes / t_copy / 1e9);
+    read_gbs = bytes / t_read / 1e9;
+  }
+  return read_gbs;
+}
+
+// Decode's matrix-vector products as a model runs them: over copies of a
+// 5632x2048 matrix that together exceed the caches (512 MiB), so every
+// weight byte comes from memory, against the read bandwidth.
+void FromMemoryLines(ThreadPool& pool, int reps, double read_gbs) {
+  constexpr int64_t kRows = 5632, kCols = 2048;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> wf(kRows * kCols), x(kCols), y(kRows);
+  for (float& v : wf) v = dist(rng);
+  for (float& v : x) v = dist(rng);
+  for (TensorType type : {TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K,
+                          TensorType::kQ6_K}) {
+    const size_t row_bytes = RowBytes(type, kCols);
+    const size_t matrix_bytes = row_bytes * kRows;
+    const size_t copies = ((size_t{512} << 20) + matrix_bytes - 1) / matrix_bytes;
+    std::vector<uint8_t> w(matrix_bytes * copies);
+    for (int64_t r = 0; r < kRows; ++r) {
+      QuantizeRow(type, wf.data() + r * kCols, w.data() + r * row_bytes, kCols);
+    }
+    for (size_t c = 1; c < copies; ++c) {
+      std::memcpy(w.data() + c * matrix_bytes, w.data(), matrix_bytes);
+    }
+    const double t = BestOf(reps, [&] {
+      for (size_t c = 0; c < copies; ++c) {
+        MatMul(type, w.data() + c * matrix_bytes, kRows, kCols, x.data(), 1, y.data(), &pool);
+      }
+    });
+    const double gbs = w.size() / t / 1e9;
+    std::printf("decode from memory  %-6s %7.1f GB/s  %5.1f%% of read\n",
+                std::string(TraitsOf(type).name).c_str(), gbs, 100.0 * gbs / read_gbs);
   }
 }
 
@@ -101,7 +140,8 @@ int main(int argc, char** argv) {
   ThreadPool pool(threads);
   std::printf("ops_bench: %d thread(s), best of %d, cpu %s\n", pool.n_threads(), reps,
               ActiveCpuTargetName().c_str());
-  MemoryLines(pool, reps);
+  const double read_gbs = MemoryLines(pool, reps);
+  FromMemoryLines(pool, reps, read_gbs);
 
   struct Shape {
     int64_t rows, cols;
