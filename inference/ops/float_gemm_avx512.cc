@@ -9,6 +9,7 @@
 // tile of R rows x T tokens only shares the loads, so an output's bits never
 // depend on the tile it lands in, the batch size, the threads or the target.
 // Hot: F32/F16/BF16 MatMul on AVX-512 CPUs.
+#include "inference/ops/float_tiles.h"
 #include "inference/ops/matmul_internal.h"
 
 #if defined(__x86_64__)
@@ -91,50 +92,28 @@ RINGLM_AVX512_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* 
   }
 }
 
-// Tile<Load, R, n> for n <= T tokens (a tail has fewer).
-template <typename Load, int R, int T = kTokens>
-RINGLM_AVX512_TARGET void TileOf(int n, const uint8_t* w, size_t row_bytes, const float* x,
-                                 int64_t cols, float* out) {
-  if constexpr (T > 1) {
-    if (n < T) return TileOf<Load, R, T - 1>(n, w, row_bytes, x, cols, out);
-  }
-  Tile<Load, R, T>(w, row_bytes, x, cols, out);
-}
-
-// Rows [r, r + R) times tokens [t, t + n), into job.y.
-template <typename Load, int R>
-RINGLM_AVX512_TARGET void TileAt(const DotJob& job, int64_t r, int64_t t, int n) {
-  float out[R * kTokens];
-  TileOf<Load, R>(n, job.w + r * job.row_bytes, job.row_bytes, job.x_floats + t * job.cols,
-                  job.cols, out);
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < n; ++j) job.y[(t + j) * job.rows + r + i] = out[i * n + j];
-  }
-}
-
-// Each group of kTokens tokens visits every row of [r0, r1) before the
-// next: its activations stay close while the rows come from L2.
+// The kernels of FloatTileWalk.
 template <typename Load>
-RINGLM_AVX512_TARGET void DotRowsTiled(const DotJob& job, int64_t r0, int64_t r1, int64_t t0,
-                                       int64_t t1) {
-  for (int64_t t = t0; t < t1; t += kTokens) {
-    const int n = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
-    int64_t r = r0;
-    for (; r + kRows <= r1; r += kRows) TileAt<Load, kRows>(job, r, t, n);
-    for (; r < r1; ++r) TileAt<Load, 1>(job, r, t, n);
+struct Tiles {
+  template <int R, int T>
+  RINGLM_AVX512_TARGET static void Run(const uint8_t* w, size_t row_bytes, const float* x,
+                                       int64_t cols, float* out) {
+    Tile<Load, R, T>(w, row_bytes, x, cols, out);
   }
-}
+};
+template <typename Load>
+using DotRowsTiled = FloatTileWalk<kRows, kTokens, Tiles<Load>>;
 
 }  // namespace
 
 void FloatTiledDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   switch (job.type) {
     case TensorType::kF32:
-      return DotRowsTiled<LoadF32>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadF32>::Run(job, r0, r1, t0, t1);
     case TensorType::kF16:
-      return DotRowsTiled<LoadF16>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadF16>::Run(job, r0, r1, t0, t1);
     default:
-      return DotRowsTiled<LoadBf16>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadBf16>::Run(job, r0, r1, t0, t1);
   }
 }
 

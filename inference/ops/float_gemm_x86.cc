@@ -11,6 +11,7 @@
 // weights are widened once for all T tokens, and each token's activations are
 // read once for all R rows. So an output's bits never depend on the tile it
 // lands in, the batch size or the threads. Hot: F32/F16/BF16 MatMul on x86.
+#include "inference/ops/float_tiles.h"
 #include "inference/ops/matmul_internal.h"
 
 #if defined(__x86_64__)
@@ -113,44 +114,21 @@ RINGLM_AVX2_TARGET void PromptTile(const uint8_t* w, size_t row_bytes, const flo
 constexpr int kRows = 4;    // R of a full prompt tile
 constexpr int kTokens = 3;  // T of a full prompt tile: 12 accumulators hide the FMA latency
 
-// PromptTile<Load, R, n> for n <= T tokens (a tail has fewer).
-template <typename Load, int R, int T = kTokens>
-RINGLM_AVX2_TARGET void PromptTileOf(int n, const uint8_t* w, size_t row_bytes, const float* x,
-                                     int64_t cols, float* out) {
-  if constexpr (T > 1) {
-    if (n < T) return PromptTileOf<Load, R, T - 1>(n, w, row_bytes, x, cols, out);
-  }
-  PromptTile<Load, R, T>(w, row_bytes, x, cols, out);
-}
-
-// Rows [r, r + R) times tokens [t, t + n), into job.y.
-template <typename Load, int R>
-RINGLM_AVX2_TARGET void TileAt(const DotJob& job, int64_t r, int64_t t, int n) {
-  const uint8_t* w = job.w + r * job.row_bytes;
-  const float* x = job.x_floats + t * job.cols;
-  float out[R * kTokens];
-  if (n == 1) {
-    DecodeTile<Load, R>(w, job.row_bytes, x, job.cols, out);
-  } else {
-    PromptTileOf<Load, R>(n, w, job.row_bytes, x, job.cols, out);
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < n; ++j) job.y[(t + j) * job.rows + r + i] = out[i * n + j];
-  }
-}
-
-// Each group of kTokens tokens visits every row of [r0, r1) before the
-// next: its activations stay in L1 while the rows come from L2.
+// The kernels of FloatTileWalk: DecodeTile for one token, else PromptTile.
 template <typename Load>
-RINGLM_AVX2_TARGET void DotRowsTiled(const DotJob& job, int64_t r0, int64_t r1, int64_t t0,
-                                     int64_t t1) {
-  for (int64_t t = t0; t < t1; t += kTokens) {
-    const int n = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
-    int64_t r = r0;
-    for (; r + kRows <= r1; r += kRows) TileAt<Load, kRows>(job, r, t, n);
-    for (; r < r1; ++r) TileAt<Load, 1>(job, r, t, n);
+struct Tiles {
+  template <int R, int T>
+  RINGLM_AVX2_TARGET static void Run(const uint8_t* w, size_t row_bytes, const float* x,
+                                     int64_t cols, float* out) {
+    if constexpr (T == 1) {
+      DecodeTile<Load, R>(w, row_bytes, x, cols, out);
+    } else {
+      PromptTile<Load, R, T>(w, row_bytes, x, cols, out);
+    }
   }
-}
+};
+template <typename Load>
+using DotRowsTiled = FloatTileWalk<kRows, kTokens, Tiles<Load>>;
 
 RINGLM_AVX2_TARGET void RoundToHalf(TensorType type, const float* x, float* dst, int64_t n) {
   int64_t i = 0;
@@ -192,11 +170,11 @@ void RoundToHalfAvx2(TensorType type, const float* x, float* dst, int64_t n) {
 void FloatTiledDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   switch (job.type) {
     case TensorType::kF32:
-      return DotRowsTiled<LoadF32>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadF32>::Run(job, r0, r1, t0, t1);
     case TensorType::kF16:
-      return DotRowsTiled<LoadF16>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadF16>::Run(job, r0, r1, t0, t1);
     default:
-      return DotRowsTiled<LoadBf16>(job, r0, r1, t0, t1);
+      return DotRowsTiled<LoadBf16>::Run(job, r0, r1, t0, t1);
   }
 }
 

@@ -60,6 +60,38 @@ RINGLM_AVX2_TARGET inline __m256i Q4_KScalesMins(const uint8_t* packed) {
                                             static_cast<int>(u[1]), static_cast<int>(u[0])));
 }
 
+// What every token takes from one Q4_K super-block: its scales (sc[2c] and
+// sc[2c + 1] for the low and high nibbles of chunk c), mins and dmin.
+struct Q4_KBlockScales {
+  alignas(32) int16_t sc[16];
+  __m128i mins;
+  float dmin;
+};
+RINGLM_AVX2_TARGET inline void GetQ4_KBlockScales(const BlockQ4_K& blk, Q4_KBlockScales* out) {
+  const __m256i scales_mins = Q4_KScalesMins(blk.scales);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out->sc), scales_mins);
+  out->mins = _mm256_extracti128_si256(scales_mins, 1);
+  out->dmin = Fp16ToFp32(blk.dmin);
+}
+
+// acc_m plus a token's mins term of one super-block:
+// -d_x * dmin * prod, prod[k] = m[2k] (bs[4k] + bs[4k+1]) + m[2k+1] (bs[4k+2] + bs[4k+3]).
+RINGLM_AVX2_TARGET inline __m128 AddQ4_KMins(__m128 acc_m, const Q4_KBlockScales& s,
+                                             const BlockQ8_K& xb) {
+  const __m128i pair_sums =
+      _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+  const __m128i prod = _mm_madd_epi16(s.mins, pair_sums);
+  return _mm_fmadd_ps(_mm_set1_ps(-xb.d * s.dmin), _mm_cvtepi32_ps(prod), acc_m);
+}
+
+// The mins terms' sum, in the reference's order.
+RINGLM_AVX2_TARGET inline float SumQ4_KMins(__m128 acc_m) {
+  alignas(16) float am[4];
+  _mm_store_ps(am, acc_m);
+  return (am[0] + am[2]) + (am[1] + am[3]);
+}
+
 // One Q4_K row against T tokens' Q8_K rows (x[t] = token t's blocks): the
 // weights are unpacked once per super-block for all T. out[t] is computed
 // exactly as for T = 1.
@@ -76,11 +108,9 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
   for (int64_t b = 0; b < n_blocks; ++b) {
     if constexpr (T == 1) PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
-    const float wdmin = Fp16ToFp32(w[b].dmin);
-    const __m256i scales_mins = Q4_KScalesMins(w[b].scales);
-    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-    alignas(32) int16_t sc[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), scales_mins);
+    Q4_KBlockScales bs;
+    GetQ4_KBlockScales(w[b], &bs);
+    const int16_t* sc = bs.sc;
     __m256i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {
       const __m256i q = Load32(w[b].qs + 32 * c);
@@ -89,12 +119,7 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
     }
     for (int t = 0; t < T; ++t) {
       const BlockQ8_K& xb = x[t][b];
-      // prod[k] = m[2k] (bs[4k] + bs[4k+1]) + m[2k+1] (bs[4k+2] + bs[4k+3]).
-      const __m128i pair_sums =
-          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
-      const __m128i prod = _mm_madd_epi16(mins, pair_sums);
-      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-xb.d * wdmin), _mm_cvtepi32_ps(prod), acc_m[t]);
+      acc_m[t] = AddQ4_KMins(acc_m[t], bs, xb);
       __m256i sumi = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         const __m256i pl = _mm256_maddubs_epi16(lo[c], Load32(xb.qs + 64 * c));
@@ -106,19 +131,31 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * wd), _mm256_cvtepi32_ps(sumi), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) {
-    alignas(16) float am[4];
-    _mm_store_ps(am, acc_m[t]);
-    out[t] = Reduce(acc[t]) + ((am[0] + am[2]) + (am[1] + am[3]));
-  }
+  for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]) + SumQ4_KMins(acc_m[t]);
+}
+
+// q1..q4 of the reference for half c (0 or 1) of a Q6_K super-block, + 32
+// (unsigned 6 bits): 32 positions each.
+RINGLM_AVX2_TARGET inline void UnpackQ6_K(const BlockQ6_K& blk, int c, __m256i q[4]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  const uint8_t* ql = blk.ql + 64 * c;
+  const __m256i h = Load32(blk.qh + 32 * c);
+  const __m256i l1 = Load32(ql);
+  const __m256i l2 = Load32(ql + 32);
+  q[0] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+  q[1] = _mm256_or_si256(_mm256_and_si256(l2, m4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
 }
 
 // One Q6_K row against T tokens, unpacked once per half super-block.
 template <int T>
 RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
                                     const uint8_t* ahead, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
   const __m256i k32 = _mm256_set1_epi8(32);
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -128,21 +165,9 @@ RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* 
     __m256i sumi[T];
     for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
     for (int c = 0; c < 2; ++c) {
-      const uint8_t* ql = w[b].ql + 64 * c;
       const int8_t* sc = w[b].scales + 8 * c;
-      const __m256i h = Load32(w[b].qh + 32 * c);
-      const __m256i l1 = Load32(ql);
-      const __m256i l2 = Load32(ql + 32);
-      // q1..q4 of the reference, + 32 (unsigned 6 bits).
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(l2, m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4)),
-      };
+      __m256i q[4];
+      UnpackQ6_K(w[b], c, q);
       for (int k = 0; k < 4; ++k) {
         // Positions 0..15 take scale 2k, positions 16..31 scale 2k + 1.
         const __m256i scales =
@@ -203,25 +228,16 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
   for (int t = 0; t < T; ++t) acc_m[t] = _mm_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float wd = Fp16ToFp32(w[b].d);
-    const float wdmin = Fp16ToFp32(w[b].dmin);
-    const __m256i scales_mins = Q4_KScalesMins(w[b].scales);
-    const __m128i mins = _mm256_extracti128_si256(scales_mins, 1);
-    alignas(32) int16_t sc[16];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), scales_mins);
+    Q4_KBlockScales bs;
+    GetQ4_KBlockScales(w[b], &bs);
+    const int16_t* sc = bs.sc;
     __m512i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {
       const __m512i q = _mm512_broadcast_i64x4(Load32(w[b].qs + 32 * c));
       lo[c] = _mm512_and_si512(q, m4);
       hi[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
     }
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_K& xb = x[t][b];
-      const __m128i pair_sums =
-          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
-      const __m128i prod = _mm_madd_epi16(mins, pair_sums);
-      acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(-xb.d * wdmin), _mm_cvtepi32_ps(prod), acc_m[t]);
-    }
+    for (int t = 0; t < T; ++t) acc_m[t] = AddQ4_KMins(acc_m[t], bs, x[t][b]);
     for (int p = 0; p < P; ++p) {
       const BlockQ8_K& xa = x[2 * p][b];
       const BlockQ8_K& xb = x[2 * p + 1][b];
@@ -241,9 +257,7 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
   for (int t = 0; t < T; ++t) {
     alignas(64) float lanes[16];
     _mm512_store_ps(lanes, acc[t / 2]);
-    alignas(16) float am[4];
-    _mm_store_ps(am, acc_m[t]);
-    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2)) + ((am[0] + am[2]) + (am[1] + am[3]));
+    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2)) + SumQ4_KMins(acc_m[t]);
   }
 }
 
@@ -252,8 +266,6 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
 template <int P>
 RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* const* x,
                                          int64_t n_blocks, float* out) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i m3 = _mm512_set1_epi8(0x03);
   const __m512i k32 = _mm512_set1_epi8(32);
   __m512 acc[P];
   for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
@@ -262,20 +274,11 @@ RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* co
     __m512i sumi[P];
     for (int p = 0; p < P; ++p) sumi[p] = _mm512_setzero_si512();
     for (int c = 0; c < 2; ++c) {
-      const uint8_t* ql = w[b].ql + 64 * c;
       const int8_t* sc = w[b].scales + 8 * c;
-      const __m512i h = _mm512_broadcast_i64x4(Load32(w[b].qh + 32 * c));
-      const __m512i l1 = _mm512_broadcast_i64x4(Load32(ql));
-      const __m512i l2 = _mm512_broadcast_i64x4(Load32(ql + 32));
-      const __m512i q[4] = {
-          _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4)),
-          _mm512_or_si512(_mm512_and_si512(l2, m4),
-                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4)),
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m3), 4)),
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l2, 4), m4),
-                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m3), 4)),
-      };
+      __m256i q256[4];
+      UnpackQ6_K(w[b], c, q256);
+      __m512i q[4];
+      for (int k = 0; k < 4; ++k) q[k] = _mm512_broadcast_i64x4(q256[k]);
       for (int k = 0; k < 4; ++k) {
         const __m512i scales = _mm512_broadcast_i64x4(
             _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k])));
