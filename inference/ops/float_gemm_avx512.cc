@@ -22,8 +22,6 @@
 #endif
 #include <immintrin.h>
 
-#include <algorithm>
-
 namespace ringlm {
 namespace {
 
@@ -65,40 +63,34 @@ RINGLM_AVX512_TARGET inline float ReduceHalving(__m512 v) {
 constexpr int kRows = 4;    // R of a full tile
 constexpr int kTokens = 6;  // T of a full tile: 24 accumulators, 6 activations and a weight
 
-// out[i * T + j] = dot(row i, token j) for R rows (row_bytes apart) and T
-// tokens (cols apart in x). Precondition: cols % 16 == 0. A decode tile
-// (T == 1) fetches the R rows kPrefetchAheadRows further on meanwhile.
-template <typename Load, int R, int T>
-RINGLM_AVX512_TARGET void Tile(const uint8_t* w, size_t row_bytes, const float* x, int64_t cols,
-                               float* out) {
-  constexpr size_t kStepBytes = R * 16 * Load::kBytes;  // R rows' bytes per step, contiguous
-  __m512 acc[R][T];
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
-  }
-  for (int64_t k = 0; k < cols; k += 16) {
-    if constexpr (T == 1) {
-      PrefetchAhead<kStepBytes>(w + kPrefetchAheadRows * row_bytes + (k / 16) * kStepBytes);
-    }
-    __m512 xv[T];
-    for (int j = 0; j < T; ++j) xv[j] = _mm512_loadu_ps(x + j * cols + k);
-    for (int i = 0; i < R; ++i) {
-      const __m512 wv = Load::At(w + i * row_bytes, k);
-      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < R; ++i) {
-    for (int j = 0; j < T; ++j) out[i * T + j] = ReduceHalving(acc[i][j]);
-  }
-}
-
-// The kernels of FloatTileWalk.
+// The kernels of FloatTileWalk: out[i * T + j] = dot(row i, token j) for R
+// rows (row_bytes apart) and T tokens (cols apart in x). Precondition: cols %
+// 16 == 0. A decode tile (T == 1) fetches the R rows kPrefetchAheadRows
+// further on meanwhile.
 template <typename Load>
 struct Tiles {
   template <int R, int T>
   RINGLM_AVX512_TARGET static void Run(const uint8_t* w, size_t row_bytes, const float* x,
                                        int64_t cols, float* out) {
-    Tile<Load, R, T>(w, row_bytes, x, cols, out);
+    constexpr size_t kStepBytes = R * 16 * Load::kBytes;  // R rows' bytes per step, contiguous
+    __m512 acc[R][T];
+    for (int i = 0; i < R; ++i) {
+      for (int j = 0; j < T; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
+    for (int64_t k = 0; k < cols; k += 16) {
+      if constexpr (T == 1) {
+        PrefetchAhead<kStepBytes>(w + kPrefetchAheadRows * row_bytes + (k / 16) * kStepBytes);
+      }
+      __m512 xv[T];
+      for (int j = 0; j < T; ++j) xv[j] = _mm512_loadu_ps(x + j * cols + k);
+      for (int i = 0; i < R; ++i) {
+        const __m512 wv = Load::At(w + i * row_bytes, k);
+        for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+      }
+    }
+    for (int i = 0; i < R; ++i) {
+      for (int j = 0; j < T; ++j) out[i * T + j] = ReduceHalving(acc[i][j]);
+    }
   }
 };
 template <typename Load>
