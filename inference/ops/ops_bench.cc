@@ -4,8 +4,9 @@
 // For each weight type and shape (rows x cols, tinyllama's FFN and attention
 // shapes) it prints matrix-vector time and the weight bytes streamed per
 // second (decode is bound by this), and 128-token matrix-matrix GFLOPS
-// (prefill). The memory lines give read and memcpy bandwidth over 256 MiB,
-// and the "decode from memory" lines the matrix-vector rate over weights
+// (prefill). The memory lines give read and memcpy bandwidth over 256 MiB
+// (and the read in a 4-row decode tile's order, see MemoryLines), and the
+// "decode from memory" lines the matrix-vector rate over weights
 // too large for the caches, as a share of that read bandwidth.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 
 #include "inference/ops/cpu_target.h"
 #include "inference/ops/matmul.h"
+#include "inference/ops/matmul_internal.h"
 #include "inference/ops/quant.h"
 #include "inference/ops/thread_pool.h"
 
@@ -40,42 +42,66 @@ double BestOf(int reps, Fn&& fn) {
   return best;
 }
 
+// Sums the `n` words at p, reading them in one of two orders: front to back
+// (kRows == 1), or as a decode tile of kRows weight rows of kRowWords each
+// does: 64 bytes of each row in turn, with the kernels' PrefetchAhead of the
+// rows kPrefetchAheadRows further on.
+constexpr size_t kRowWords = 512;  // 4 KiB: a row of 2048 F16 weights
+template <int kRows>
+uint64_t SumWords(const uint64_t* p, size_t n) {
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  constexpr size_t tile = kRows * kRowWords;
+  for (size_t t = 0; t + tile <= n; t += tile) {
+    for (size_t k = 0; k < kRowWords; k += 8) {
+      if constexpr (kRows > 1) {
+        PrefetchAhead<64 * kRows>(
+            reinterpret_cast<const uint8_t*>(p + t + kPrefetchAheadRows * kRowWords + k * kRows));
+      }
+      for (int r = 0; r < kRows; ++r) {
+        const uint64_t* q = p + t + r * kRowWords + k;
+        s0 += q[0] + q[4];
+        s1 += q[1] + q[5];
+        s2 += q[2] + q[6];
+        s3 += q[3] + q[7];
+      }
+    }
+  }
+  return s0 + s1 + s2 + s3;
+}
+
 // Prints the memory lines; returns the read bandwidth with the pool's threads.
+// "4 rows at once" reads the same bytes in a 4-row decode tile's order (the
+// float decode kernels walk 4 rows side by side, the Q8_0/Q4_0 ones 8):
+// where it is well below the plain read, decode is held there by the access
+// pattern, not by the bandwidth.
 double MemoryLines(ThreadPool& pool, int reps) {
   const size_t bytes = size_t{256} << 20;
   std::vector<uint64_t> src(bytes / 8, 1), dst(bytes / 8, 0);
   double read_gbs = 0.0;
   for (int threads : {1, pool.n_threads()}) {
     ThreadPool local(threads);
+    const size_t n = src.size() / threads;
     volatile uint64_t sink = 0;
-    const double t_read = BestOf(reps, [&] {
-      std::vector<uint64_t> partial(threads, 0);
-      local.ParallelFor(threads, [&](int64_t b, int64_t e) {
-        for (int64_t c = b; c < e; ++c) {
-          const size_t n = src.size() / threads;
-          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          const uint64_t* p = src.data() + c * n;
-          for (size_t i = 0; i + 4 <= n; i += 4) {
-            s0 += p[i];
-            s1 += p[i + 1];
-            s2 += p[i + 2];
-            s3 += p[i + 3];
-          }
-          partial[c] = s0 + s1 + s2 + s3;
-        }
+    const auto read_seconds = [&](auto sum_words) {
+      return BestOf(reps, [&] {
+        std::vector<uint64_t> partial(threads, 0);
+        local.ParallelFor(threads, [&](int64_t b, int64_t e) {
+          for (int64_t c = b; c < e; ++c) partial[c] = sum_words(src.data() + c * n, n);
+        });
+        for (uint64_t v : partial) sink = sink + v;
       });
-      for (uint64_t v : partial) sink = sink + v;
-    });
+    };
+    const double t_read = read_seconds(&SumWords<1>);
+    const double t_rows = read_seconds(&SumWords<4>);
     const double t_copy = BestOf(reps, [&] {
       local.ParallelFor(threads, [&](int64_t b, int64_t e) {
-        for (int64_t c = b; c < e; ++c) {
-          const size_t n = src.size() / threads;
-          std::memcpy(dst.data() + c * n, src.data() + c * n, n * 8);
-        }
+        for (int64_t c = b; c < e; ++c) std::memcpy(dst.data() + c * n, src.data() + c * n, n * 8);
       });
     });
-    std::printf("memory  %d thread(s): read %6.1f GB/s   memcpy %6.1f GB/s (read+write)\n", threads,
-                bytes / t_read / 1e9, 2.0 * bytes / t_copy / 1e9);
+    std::printf(
+        "memory  %d thread(s): read %6.1f GB/s   4 rows at once %6.1f GB/s   memcpy %6.1f GB/s "
+        "(read+write)\n",
+        threads, bytes / t_read / 1e9, bytes / t_rows / 1e9, 2.0 * bytes / t_copy / 1e9);
     read_gbs = bytes / t_read / 1e9;
   }
   return read_gbs;
