@@ -106,7 +106,7 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
     acc_m[t] = _mm_setzero_ps();
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if constexpr (T == 1) PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
+    PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
     GetQ4_KBlockScales(w[b], &bs);
@@ -160,7 +160,7 @@ RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* 
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if constexpr (T == 1) PrefetchAhead<sizeof(BlockQ6_K)>(ahead + b * sizeof(BlockQ6_K));
+    PrefetchAhead<sizeof(BlockQ6_K)>(ahead + b * sizeof(BlockQ6_K));
     const float wd = Fp16ToFp32(w[b].d);
     __m256i sumi[T];
     for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
@@ -187,8 +187,9 @@ RINGLM_AVX2_TARGET void DotQ6_KAvx2(const BlockQ6_K* w, const BlockQ8_K* const* 
   for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]);
 }
 
-// Dot of one row with tokens [t, t + T), T <= 4, for the row's type. With
-// one token (decode), the row kPrefetchAheadRows further on is fetched meanwhile.
+// Dot of one row with tokens [t, t + T), T <= 4, for the row's type; the row
+// kPrefetchAheadRows further on is fetched meanwhile (a small batch reads
+// each row once, from memory).
 template <int T>
 RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t, int64_t nb,
                                   float* out) {
@@ -219,7 +220,7 @@ RINGLM_AVX512BW_TARGET inline __m512i PairOf(const void* a, const void* b) {
 // DotQ4_KAvx2's for that token, bit for bit.
 template <int P>
 RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* const* x,
-                                         int64_t n_blocks, float* out) {
+                                         int64_t n_blocks, const uint8_t* ahead, float* out) {
   constexpr int T = 2 * P;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[P];
@@ -227,6 +228,7 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
   for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
   for (int t = 0; t < T; ++t) acc_m[t] = _mm_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
+    PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
     GetQ4_KBlockScales(w[b], &bs);
@@ -265,11 +267,12 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
 // DotQ6_KAvx2's for that token, bit for bit.
 template <int P>
 RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* const* x,
-                                         int64_t n_blocks, float* out) {
+                                         int64_t n_blocks, const uint8_t* ahead, float* out) {
   const __m512i k32 = _mm512_set1_epi8(32);
   __m512 acc[P];
   for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
+    PrefetchAhead<sizeof(BlockQ6_K)>(ahead + b * sizeof(BlockQ6_K));
     const float wd = Fp16ToFp32(w[b].d);
     __m512i sumi[P];
     for (int p = 0; p < P; ++p) sumi[p] = _mm512_setzero_si512();
@@ -313,10 +316,11 @@ RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t 
   for (int64_t i = 0; i < 2 * P; ++i) x[i] = job.x_q8_k + (t + std::min(i, n - 1)) * nb;
   float out[2 * P];
   const uint8_t* row = job.w + r * job.row_bytes;
+  const uint8_t* ahead = row + kPrefetchAheadRows * job.row_bytes;
   if (job.type == TensorType::kQ4_K) {
-    DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, out);
+    DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
   } else {
-    DotQ6_KPairs<P>(reinterpret_cast<const BlockQ6_K*>(row), x, nb, out);
+    DotQ6_KPairs<P>(reinterpret_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
   }
   for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
 }

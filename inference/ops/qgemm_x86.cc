@@ -63,6 +63,10 @@ RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uin
       xv[p] = _mm512_load_si512(xb[p]);
       if constexpr (kQ4) xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv[p]));
     }
+    {  // the R rows kPrefetchAheadRows further on (small batches: the next tile)
+      constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+      PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
+    }
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
       __m512i wv;
