@@ -1,6 +1,7 @@
 #include "daemon/origin.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -161,13 +162,18 @@ bool OriginRegistry::Streams(const Active& a) {
   return !a.recovering && a.prompt_end > 0 && a.sent >= a.prompt_end;
 }
 
-uint32_t OriginRegistry::ChunkTokens(uint32_t streams) const {
+uint32_t OriginRegistry::ChunkTokens(uint32_t streams, uint32_t position) const {
   const uint64_t by_bytes = options_.max_chunk_bytes / (uint64_t{model_.n_embd} * 4);
   uint64_t tokens = options_.max_chunk_tokens;
   if (streams > 0) {
     tokens = std::min<uint64_t>(
         {tokens, options_.busy_chunk_tokens,
          uint64_t{options_.busy_chunk_tokens_per_stream} * (uint64_t{streams} + 1)});
+    const double depth = options_.busy_chunk_depth_per_embd * model_.n_embd;
+    if (depth > 0) {
+      tokens = static_cast<uint64_t>(std::lround(static_cast<double>(tokens) * depth /
+                                                 (depth + static_cast<double>(position))));
+    }
   }
   return static_cast<uint32_t>(std::max<uint64_t>(1, std::min(by_bytes, tokens)));
 }
@@ -197,7 +203,6 @@ void OriginRegistry::PumpPrompts() {
       if (SendsPrompt(a)) waiting.emplace_back(a.order, &a);
     }
     std::sort(waiting.begin(), waiting.end());
-    const uint32_t chunk = ChunkTokens(streams);
     // One chunk per request and round, oldest first, so that every stage
     // finds many sessions' chunks to batch. A request with nothing in
     // flight may always send one.
@@ -205,6 +210,7 @@ void OriginRegistry::PumpPrompts() {
       sent_any = false;
       for (const auto& [order, a] : waiting) {
         if (a->sent >= a->prompt_end) continue;
+        const uint32_t chunk = ChunkTokens(streams, a->sent);
         const uint32_t end = std::min(a->prompt_end, a->sent + chunk);
         const uint64_t budget =
             std::max<uint64_t>(options_.max_prompt_positions_in_flight,

@@ -360,6 +360,7 @@ TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
   OriginOptions options;
   options.max_chunk_tokens = 4;
   options.busy_chunk_tokens = 2;
+  options.busy_chunk_depth_per_embd = 0;  // by the streams alone
   Start(options);
   StartRequest();  // alone: its 4-token prompt is one step
   EXPECT_EQ(transport_.WaitStep(1).second.tokens_size(), 4);
@@ -390,6 +391,7 @@ TEST_F(OriginRecoveryTest, APromptsChunksShrinkWhileAnotherRequestStreams) {
   OriginOptions options;
   options.max_chunk_tokens = 4;
   options.busy_chunk_tokens = 2;
+  options.busy_chunk_depth_per_embd = 0;       // by the streams alone
   options.max_prompt_positions_in_flight = 4;  // alone: 4 chunks (3 stages + 1)
   Start(options);
   auto start = [&](const std::string& id, uint32_t n) { StartPrompt(id, n, 2); };
@@ -425,6 +427,7 @@ TEST_F(OriginRecoveryTest, TheBusyChunkFollowsTheNumberOfStreams) {
   options.max_chunk_tokens = 8;
   options.busy_chunk_tokens = 4;
   options.busy_chunk_tokens_per_stream = 1;
+  options.busy_chunk_depth_per_embd = 0;       // by the streams alone
   options.max_prompt_positions_in_flight = 1;  // a request keeps 4 chunks (3 stages + 1)
   Start(options);
   auto end = [&](const std::string& id) { return TokenOf(id, 1, true); };
@@ -453,6 +456,28 @@ TEST_F(OriginRecoveryTest, TheBusyChunkFollowsTheNumberOfStreams) {
   ASSERT_TRUE(end("s4").ok());
   ASSERT_TRUE(NotePrompt("a", 36).ok());
   EXPECT_EQ(transport_.WaitStep(17).second.tokens_size(), 8) << "no stream: max_chunk_tokens";
+}
+
+// Deeper into the prompt the busy chunk shrinks: times D / (D + position),
+// D = busy_chunk_depth_per_embd * n_embd (8 here), rounded.
+TEST_F(OriginRecoveryTest, TheBusyChunkShrinksWithThePromptsDepth) {
+  OriginOptions options;
+  options.busy_chunk_tokens = 8;
+  options.busy_chunk_tokens_per_stream = 4;  // 1 stream: 4 * (1 + 1)
+  options.busy_chunk_depth_per_embd = 1;
+  options.max_prompt_positions_in_flight = 1000;
+  Start(options);
+  StartPrompt("s", 1, 2);
+  EXPECT_EQ(transport_.WaitStep(1).second.request_id(), "s#0");
+  ASSERT_TRUE(TokenOf("s", 0, false).ok());  // s streams
+  StartPrompt("a", 24, 1);
+  std::vector<std::string> sent;
+  for (size_t n = 2; n <= 8; ++n) {
+    const v1::StageStepRequest step = transport_.WaitStep(n).second;
+    sent.push_back(absl::StrCat(step.position(), "+", step.tokens_size()));
+  }
+  // 8 * 8 / (8 + position): 8, 4, 3.2, 2.78, 2.46, 2.29, 2.13, rounded.
+  EXPECT_EQ(sent, (std::vector<std::string>{"0+8", "8+4", "12+3", "15+3", "18+2", "20+2", "22+2"}));
 }
 
 // Prompts go in no further ahead of their last stage's notes than the

@@ -86,6 +86,11 @@ void AddFlags(ArgParser& p) {
               "2");
   p.AddOption("busy-prefill-chunk", "N",
               "the most prompt tokens per step while other requests stream", "16");
+  p.AddOption("busy-prefill-depth", "X",
+              "while other requests stream, a prompt's steps shrink as it goes deeper: to half "
+              "at position X times the model's embedding width, where each token's attention "
+              "costs about as much as its weights (0 = they do not shrink)",
+              "1.5");
   p.AddOption("api-port", "N",
               "serve the OpenAI-compatible API and web chat on this port (makes this the head)");
   p.AddOption("api-host", "HOST",
@@ -264,6 +269,12 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
   o.origin.busy_chunk_tokens = static_cast<uint32_t>(*busy_chunk);
   o.origin.busy_chunk_tokens_per_stream = static_cast<uint32_t>(*per_stream);
+  absl::StatusOr<double> busy_depth = p.GetDouble("busy-prefill-depth");
+  if (!busy_depth.ok()) return busy_depth.status();
+  if (!(*busy_depth >= 0 && *busy_depth <= 1e6)) {
+    return absl::InvalidArgumentError("--busy-prefill-depth must be between 0 and 1000000");
+  }
+  o.origin.busy_chunk_depth_per_embd = *busy_depth;
   o.origin.health_interval = std::chrono::milliseconds(std::min<int64_t>(*interval, 1000));
   if (p.Has("peers")) {
     for (absl::string_view peer : absl::StrSplit(p.GetString("peers"), ',', absl::SkipEmpty())) {
