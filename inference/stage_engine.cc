@@ -117,12 +117,14 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
         float* head_scores = scores.data() + g * layout.max_keys;
         SoftmaxInPlace(head_scores, n_keys);
         RoundThroughF16(head_scores, n_keys);
-        float* o = out + (t * n_head + h0 + g) * hd;
-        std::fill(o, o + hd, 0.0f);
-        for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
-          AttentionWeightedSumF16(head_scores + j, cache.value(layer, j) + kv_offset, stride,
-                                  KvCache::RunLength(j, end), hd, o);
-        }
+      }
+      // The group's outputs are contiguous heads; they share the loads of the values.
+      float* o = out + (t * n_head + h0) * hd;
+      std::fill(o, o + group * hd, 0.0f);
+      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
+        AttentionWeightedSumF16Queries(scores.data() + j, group, layout.max_keys,
+                                       cache.value(layer, j) + kv_offset, stride,
+                                       KvCache::RunLength(j, end), hd, o, hd);
       }
     }
   };

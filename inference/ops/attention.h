@@ -33,6 +33,13 @@ void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t s
 // one pass over all of them.
 void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
                              int64_t dim, float* out);
+// The weighted sums of n_q queries' weights (p + i * p_stride, i < n_q)
+// over the same values, into out + i * out_stride: each exactly as
+// AttentionWeightedSumF16 gives it (the queries share the loads of the
+// values, nothing else).
+void AttentionWeightedSumF16Queries(const float* p, int64_t n_q, int64_t p_stride,
+                                    const uint16_t* values, int64_t stride, int64_t n_keys,
+                                    int64_t dim, float* out, int64_t out_stride);
 void AttentionWeightedSumF16Reference(const float* p, const uint16_t* values, int64_t stride,
                                       int64_t n_keys, int64_t dim, float* out);
 

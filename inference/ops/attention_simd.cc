@@ -8,7 +8,8 @@
 //     Several queries against the same keys (the heads that share a KV head)
 //     share each gather.
 //   - Weighted sum: lanes hold different d; keys are taken in order j = 0,
-//     1, ... with separate Mul and Add.
+//     1, ... with separate Mul and Add. Several queries' weights against
+//     the same values share each load of them.
 // Targets without F16 conversion instructions (EMU128, SCALAR) run the
 // references.
 #undef HWY_TARGET_INCLUDE
@@ -126,8 +127,56 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t strid
   }
 }
 
-void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
-                     int64_t dim, float* out) {
+// out[g] += p[g][j] * V_j over keys j for G queries (p + g * p_stride, out +
+// g * out_stride) and the 4 vectors of dims [d0, d0 + 4N): each V vector is
+// loaded and widened once for all G. Each lane's sum is the reference's.
+template <int G>
+HWY_INLINE void WeightedSumBlock(const float* p, int64_t p_stride, const uint16_t* values,
+                                 int64_t stride, int64_t n_keys, int64_t d0, float* out,
+                                 int64_t out_stride) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  constexpr int64_t N = static_cast<int64_t>(kN);
+  hn::Vec<DF> acc[G][4];
+  for (int g = 0; g < G; ++g) {
+    for (int k = 0; k < 4; ++k) acc[g][k] = hn::LoadU(df, out + g * out_stride + d0 + k * N);
+  }
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const auto* v = reinterpret_cast<const hwy::float16_t*>(values + j * stride + d0);
+    hn::Vec<DF> vj[4];
+    for (int k = 0; k < 4; ++k) vj[k] = hn::PromoteTo(df, hn::LoadU(dh, v + k * N));
+    for (int g = 0; g < G; ++g) {
+      const auto pj = hn::Set(df, p[g * p_stride + j]);
+      for (int k = 0; k < 4; ++k) acc[g][k] = hn::Add(acc[g][k], hn::Mul(pj, vj[k]));
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int k = 0; k < 4; ++k) hn::StoreU(acc[g][k], df, out + g * out_stride + d0 + k * N);
+  }
+}
+
+// Queries per WeightedSumBlock: their accumulators (4 vectors each) and the
+// 4 values stay in registers (AVX2 has 16 of them, the others 32).
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+constexpr int kMaxSumQueries = 2;
+#else
+constexpr int kMaxSumQueries = 4;
+#endif
+
+template <int G = kMaxSumQueries>
+HWY_INLINE void WeightedSumBlockOf(int n, const float* p, int64_t p_stride, const uint16_t* values,
+                                   int64_t stride, int64_t n_keys, int64_t d0, float* out,
+                                   int64_t out_stride) {
+  if constexpr (G > 1) {
+    if (n < G) {
+      return WeightedSumBlockOf<G - 1>(n, p, p_stride, values, stride, n_keys, d0, out, out_stride);
+    }
+  }
+  WeightedSumBlock<G>(p, p_stride, values, stride, n_keys, d0, out, out_stride);
+}
+
+void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* values,
+                     int64_t stride, int64_t n_keys, int64_t dim, float* out, int64_t out_stride) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   auto load = [&](int64_t j, int64_t d) {
@@ -135,31 +184,28 @@ void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int
         df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(values + j * stride + d)));
   };
   constexpr int64_t N = static_cast<int64_t>(kN);
-  int64_t d0 = 0;
-  for (; d0 + 4 * N <= dim; d0 += 4 * N) {
-    auto a0 = hn::LoadU(df, out + d0), a1 = hn::LoadU(df, out + d0 + N);
-    auto a2 = hn::LoadU(df, out + d0 + 2 * N), a3 = hn::LoadU(df, out + d0 + 3 * N);
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const auto pj = hn::Set(df, p[j]);
-      a0 = hn::Add(a0, hn::Mul(pj, load(j, d0)));
-      a1 = hn::Add(a1, hn::Mul(pj, load(j, d0 + N)));
-      a2 = hn::Add(a2, hn::Mul(pj, load(j, d0 + 2 * N)));
-      a3 = hn::Add(a3, hn::Mul(pj, load(j, d0 + 3 * N)));
+  int64_t d_tail = 0;
+  for (; d_tail + 4 * N <= dim; d_tail += 4 * N) {
+    for (int64_t i = 0; i < n_q; i += kMaxSumQueries) {
+      const int n = static_cast<int>(std::min<int64_t>(kMaxSumQueries, n_q - i));
+      WeightedSumBlockOf(n, p + i * p_stride, p_stride, values, stride, n_keys, d_tail,
+                         out + i * out_stride, out_stride);
     }
-    hn::StoreU(a0, df, out + d0);
-    hn::StoreU(a1, df, out + d0 + N);
-    hn::StoreU(a2, df, out + d0 + 2 * N);
-    hn::StoreU(a3, df, out + d0 + 3 * N);
   }
-  for (; d0 + N <= dim; d0 += N) {
-    auto a = hn::LoadU(df, out + d0);
-    for (int64_t j = 0; j < n_keys; ++j) a = hn::Add(a, hn::Mul(hn::Set(df, p[j]), load(j, d0)));
-    hn::StoreU(a, df, out + d0);
-  }
-  for (int64_t d = d0; d < dim; ++d) {
-    float a = out[d];
-    for (int64_t j = 0; j < n_keys; ++j) a += p[j] * Fp16ToFp32(values[j * stride + d]);
-    out[d] = a;
+  for (int64_t i = 0; i < n_q; ++i) {
+    const float* pi = p + i * p_stride;
+    float* oi = out + i * out_stride;
+    int64_t d0 = d_tail;
+    for (; d0 + N <= dim; d0 += N) {
+      auto a = hn::LoadU(df, oi + d0);
+      for (int64_t j = 0; j < n_keys; ++j) a = hn::Add(a, hn::Mul(hn::Set(df, pi[j]), load(j, d0)));
+      hn::StoreU(a, df, oi + d0);
+    }
+    for (int64_t d = d0; d < dim; ++d) {
+      float a = oi[d];
+      for (int64_t j = 0; j < n_keys; ++j) a += pi[j] * Fp16ToFp32(values[j * stride + d]);
+      oi[d] = a;
+    }
   }
 }
 
@@ -187,9 +233,12 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t strid
                                 scores + i * scores_stride);
   }
 }
-void WeightedSumImpl(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
-                     int64_t dim, float* out) {
-  AttentionWeightedSumF16Reference(p, values, stride, n_keys, dim, out);
+void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* values,
+                     int64_t stride, int64_t n_keys, int64_t dim, float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < n_q; ++i) {
+    AttentionWeightedSumF16Reference(p + i * p_stride, values, stride, n_keys, dim,
+                                     out + i * out_stride);
+  }
 }
 
 #endif  // RINGLM_ATTN_SIMD
@@ -220,7 +269,14 @@ void AttentionScoresF16Queries(const float* q, int64_t n_q, const uint16_t* keys
 
 void AttentionWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int64_t n_keys,
                              int64_t dim, float* out) {
-  HWY_DYNAMIC_DISPATCH(WeightedSumImpl)(p, values, stride, n_keys, dim, out);
+  HWY_DYNAMIC_DISPATCH(WeightedSumImpl)(p, 1, n_keys, values, stride, n_keys, dim, out, dim);
+}
+
+void AttentionWeightedSumF16Queries(const float* p, int64_t n_q, int64_t p_stride,
+                                    const uint16_t* values, int64_t stride, int64_t n_keys,
+                                    int64_t dim, float* out, int64_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(WeightedSumImpl)
+  (p, n_q, p_stride, values, stride, n_keys, dim, out, out_stride);
 }
 
 void AttentionScoresF16Reference(const float* q, const uint16_t* keys, int64_t stride,

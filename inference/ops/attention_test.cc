@@ -102,6 +102,40 @@ TEST(AttentionTest, QueriesTogetherMatchTheReferenceEachAlone) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Several queries' weighted sums over the same values give each the bits of
+// its own run, on every compiled target.
+TEST(AttentionTest, WeightedSumsOfQueriesTogetherMatchEachAlone) {
+  std::mt19937 rng(13);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t dim : {7, 64, 80, 128}) {
+      const int64_t stride = dim * 4 + 2;  // 4 KV heads, like a GQA cache row
+      for (int64_t n_q : {1, 2, 3, 4, 5, 8, 9}) {
+        for (int64_t n_keys : {1, 15, 16, 17}) {
+          const std::vector<uint16_t> kv = RandomHalves(n_keys * stride + dim, rng);
+          const int64_t p_stride = n_keys + 3;
+          const int64_t out_stride = dim + 1;
+          const std::vector<float> p = RandomFloats(n_q * p_stride, rng);
+          std::vector<float> got = RandomFloats(n_q * out_stride, rng);  // sums continue
+          std::vector<float> want = got;
+          AttentionWeightedSumF16Queries(p.data(), n_q, p_stride, kv.data() + dim, stride, n_keys,
+                                         dim, got.data(), out_stride);
+          for (int64_t i = 0; i < n_q; ++i) {
+            AttentionWeightedSumF16Reference(p.data() + i * p_stride, kv.data() + dim, stride,
+                                             n_keys, dim, want.data() + i * out_stride);
+          }
+          for (size_t k = 0; k < got.size(); ++k) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(want[k]))
+                << hwy::TargetName(target) << " dim=" << dim << " n_q=" << n_q
+                << " n_keys=" << n_keys << " at " << k;
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // The references are the plain loops StageEngine::Attention used to run.
 TEST(AttentionTest, ReferencesAreThePlainLoops) {
   const uint16_t keys[] = {Fp32ToFp16(1.0f), Fp32ToFp16(2.0f), Fp32ToFp16(-1.5f), Fp32ToFp16(0.5f)};
