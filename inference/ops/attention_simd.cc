@@ -81,20 +81,18 @@ HWY_INLINE void ScoresBlock(const float* q, const uint32_t* base, hn::Vec<DI> in
   }
 }
 
+// fn.template operator()<n>() for a count 1 <= n <= kMax known only at run
+// time: the kernels take their number of queries as a template argument.
+template <int kMax, typename Fn>
+HWY_INLINE void WithCount(int n, const Fn& fn) {
+  if constexpr (kMax > 1) {
+    if (n < kMax) return WithCount<kMax - 1>(n, fn);
+  }
+  fn.template operator()<kMax>();
+}
+
 // Up to kMaxQueries queries at a time: their accumulators stay in registers.
 constexpr int kMaxQueries = 8;
-
-template <int G = kMaxQueries>
-HWY_INLINE void ScoresBlockOf(int n, const float* q, const uint32_t* base, hn::Vec<DI> index,
-                              int64_t dim, float scale, size_t rem, float* scores,
-                              int64_t scores_stride) {
-  if constexpr (G > 1) {
-    if (n < G) {
-      return ScoresBlockOf<G - 1>(n, q, base, index, dim, scale, rem, scores, scores_stride);
-    }
-  }
-  ScoresBlock<G>(q, base, index, dim, scale, rem, scores, scores_stride);
-}
 
 void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t stride, int64_t n_keys,
                 int64_t dim, float scale, float* scores, int64_t scores_stride) {
@@ -121,8 +119,10 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* keys, int64_t strid
                             hn::Set(di, static_cast<int32_t>(stride / 2)));
     for (int64_t i = 0; i < n_q; i += kMaxQueries) {
       const int n = static_cast<int>(std::min<int64_t>(kMaxQueries, n_q - i));
-      ScoresBlockOf(n, q + i * dim, base, block_index, dim, scale, rem,
-                    scores + i * scores_stride + j0, scores_stride);
+      WithCount<kMaxQueries>(n, [&]<int G>() HWY_ATTR {
+        ScoresBlock<G>(q + i * dim, base, block_index, dim, scale, rem,
+                       scores + i * scores_stride + j0, scores_stride);
+      });
     }
   }
 }
@@ -163,18 +163,6 @@ constexpr int kMaxSumQueries = 2;
 constexpr int kMaxSumQueries = 4;
 #endif
 
-template <int G = kMaxSumQueries>
-HWY_INLINE void WeightedSumBlockOf(int n, const float* p, int64_t p_stride, const uint16_t* values,
-                                   int64_t stride, int64_t n_keys, int64_t d0, float* out,
-                                   int64_t out_stride) {
-  if constexpr (G > 1) {
-    if (n < G) {
-      return WeightedSumBlockOf<G - 1>(n, p, p_stride, values, stride, n_keys, d0, out, out_stride);
-    }
-  }
-  WeightedSumBlock<G>(p, p_stride, values, stride, n_keys, d0, out, out_stride);
-}
-
 void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* values,
                      int64_t stride, int64_t n_keys, int64_t dim, float* out, int64_t out_stride) {
   const DF df;
@@ -188,8 +176,10 @@ void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16
   for (; d_tail + 4 * N <= dim; d_tail += 4 * N) {
     for (int64_t i = 0; i < n_q; i += kMaxSumQueries) {
       const int n = static_cast<int>(std::min<int64_t>(kMaxSumQueries, n_q - i));
-      WeightedSumBlockOf(n, p + i * p_stride, p_stride, values, stride, n_keys, d_tail,
-                         out + i * out_stride, out_stride);
+      WithCount<kMaxSumQueries>(n, [&]<int G>() HWY_ATTR {
+        WeightedSumBlock<G>(p + i * p_stride, p_stride, values, stride, n_keys, d_tail,
+                            out + i * out_stride, out_stride);
+      });
     }
   }
   for (int64_t i = 0; i < n_q; ++i) {
