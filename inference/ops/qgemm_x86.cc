@@ -37,6 +37,15 @@
 namespace ringlm {
 namespace {
 
+// Block b of the R rows kPrefetchAheadRows further on, as a tile walks block
+// b of its own rows: a small batch (decode, a few streams) reads each row
+// once, from memory.
+template <int R, bool kQ4>
+inline void PrefetchRowsAhead(const uint8_t* w, size_t row_bytes, int64_t b) {
+  constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+  PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
+}
+
 #define RINGLM_VNNI_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
 // ---------------------------------------------------------------------------
@@ -63,10 +72,7 @@ RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uin
       xv[p] = _mm512_load_si512(xb[p]);
       if constexpr (kQ4) xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv[p]));
     }
-    {  // the R rows kPrefetchAheadRows further on (small batches: the next tile)
-      constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
-      PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
-    }
+    PrefetchRowsAhead<R, kQ4>(w, row_bytes, b);
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
       __m512i wv;
@@ -195,10 +201,7 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
       xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb[t]));
       if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
     }
-    {  // the R rows kPrefetchAheadRows further on (decode: the next tile)
-      constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
-      PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
-    }
+    PrefetchRowsAhead<R, kQ4>(w, row_bytes, b);
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
       __m256i wv;
