@@ -11,9 +11,9 @@
 #include <iterator>
 #include <string>
 
-#include "api/chat_renderer.h"
 #include "api/completion_request.h"
-#include "inference/gguf/gguf_file.h"
+#include "chat/chat_renderer.h"
+#include "gguf/gguf_file.h"
 #include "inference/vocabulary_loader.h"
 #include "nlohmann/json.hpp"
 

@@ -10,9 +10,9 @@
 #include "api/api_error.h"
 #include "api/http_connection_gate.h"
 #include "api/openai_format.h"
-#include "api/reply_splice.h"
 #include "api/response_writer.h"
 #include "base/status_macros.h"
+#include "chat/reply_splice.h"
 
 namespace ringlm {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "api/json_limits.h"
 #include "api/tool_request.h"
-#include "inference/chat_template.h"
+#include "chat/chat_template.h"
 #include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
 #include "nlohmann/json.hpp"

@@ -15,9 +15,9 @@
 #include "absl/time/time.h"
 #include "api/generation_backend.h"
 #include "api/prefix_cache.h"
-#include "api/reply_store.h"
 #include "api/stop_filter.h"
-#include "api/tool_call_parser.h"
+#include "chat/reply_store.h"
+#include "chat/tool_call_parser.h"
 #include "inference/tokenizer/tokenizer.h"
 
 namespace ringlm {

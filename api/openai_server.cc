@@ -16,8 +16,8 @@
 #include "api/openai_format.h"
 #include "api/web_page.h"
 #include "base/exclusive_port.h"
+#include "chat/chat_template.h"
 #include "httplib.h"
-#include "inference/chat_template.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {

@@ -31,11 +31,11 @@
 
 #include "absl/status/status.h"
 #include "api/admission.h"
-#include "api/chat_renderer.h"
 #include "api/generation_backend.h"
 #include "api/json_limits.h"
 #include "api/prefix_cache.h"
-#include "api/reply_store.h"
+#include "chat/chat_renderer.h"
+#include "chat/reply_store.h"
 
 namespace ringlm {
 

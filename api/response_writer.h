@@ -13,7 +13,7 @@
 #include "api/api_error.h"
 #include "api/completion_request.h"
 #include "api/openai_format.h"
-#include "api/tool_call_parser.h"
+#include "chat/tool_call_parser.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {

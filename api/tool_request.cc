@@ -206,10 +206,4 @@ absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const Json& calls,
   return out;
 }
 
-Json ToolsJson(const std::vector<ToolDefinition>& tools) {
-  Json out = Json::array();
-  for (const ToolDefinition& t : tools) out.push_back(t.raw);
-  return out;
-}
-
 }  // namespace ringlm

@@ -16,20 +16,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "inference/chat_template.h"
+#include "chat/chat_template.h"
+#include "chat/tool_definition.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
-
-// One function the model may call, as OpenAI defines it.
-struct ToolDefinition {
-  std::string name;  // [A-Za-z0-9_-]{1,64}
-  std::string description;
-  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // a JSON schema
-  // The tool object exactly as the client sent it (fields this server does
-  // not read included), for the chat template.
-  nlohmann::ordered_json raw = nlohmann::ordered_json::object();
-};
 
 struct ToolChoice {
   enum class Mode { kAuto, kNone, kRequired, kNamed };
@@ -73,10 +64,6 @@ absl::StatusOr<ResponseFormat> ParseResponseFormat(const nlohmann::ordered_json&
 // compact JSON text. `param` names the message ("messages[3]").
 absl::StatusOr<std::vector<ChatToolCall>> ParseToolCalls(const nlohmann::ordered_json& calls,
                                                          const std::string& param);
-
-// The tools as the client sent them, for the chat templates' `tools`
-// variable (transformers passes the client's dicts unchanged, too).
-nlohmann::ordered_json ToolsJson(const std::vector<ToolDefinition>& tools);
 
 }  // namespace ringlm
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/model_config.h"
 #include "inference/stage_weights.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/metrics.h"
+#include "base/prometheus_text.h"
 #include "cli/cli_common.h"
 #include "cli/cluster_client.h"
 #include "cli/commands.h"

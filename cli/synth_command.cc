@@ -11,9 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/synth/synth_model.h"
 #include "inference/ops/thread_pool.h"
-#include "inference/synth/hf_tokenizer.h"
-#include "inference/synth/synth_model.h"
+#include "inference/tokenizer/hf_tokenizer.h"
 
 namespace ringlm {
 namespace {

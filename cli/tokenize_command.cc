@@ -4,7 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/vocabulary_loader.h"
 
 namespace ringlm {

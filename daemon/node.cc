@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "daemon/model_bootstrap.h"
-#include "daemon/step_validator.h"
+#include "daemon/model_fetch/model_bootstrap.h"
+#include "daemon/stage/step_validator.h"
 #include "discovery/node_identity.h"
 #include "inference/ops/cpu_target.h"
 #include "partition/device_probe.h"
@@ -226,7 +226,7 @@ absl::Status Node::Start() {
                                  .context_size = model_->context_size(),
                                  .n_vocab = static_cast<uint32_t>(model_->tokenizer().n_vocab())};
   origin_ = std::make_unique<OriginRegistry>(o.origin, transport_.get(), node_id_, origin_model,
-                                             std::move(hooks), metrics_.get());
+                                             std::move(hooks), &metrics_->origin);
   transport_->Attach(stage_.get(), origin_.get());
   if (model_cache_ != nullptr) {
     LayerFetcherOptions f;

@@ -9,54 +9,57 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
   MetricsRegistry& r = m->registry;
   constexpr char kRequests[] = "ringlm_requests_total";
   constexpr char kRequestsHelp[] = "Requests this node started, by how they ended.";
-  RINGLM_ASSIGN_OR_RETURN(m->requests_stop,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.requests_stop,
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "stop"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->requests_length,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.requests_length,
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "length"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->requests_cancelled,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.requests_cancelled,
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "cancelled"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->requests_error,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.requests_error,
                           r.AddCounter(kRequests, kRequestsHelp, {{"finish", "error"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->prompt_tokens,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.prompt_tokens,
                           r.AddCounter("ringlm_prompt_tokens_total", "Prompt tokens received."));
-  RINGLM_ASSIGN_OR_RETURN(m->generated_tokens,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.generated_tokens,
                           r.AddCounter("ringlm_generated_tokens_total", "Tokens generated."));
-  RINGLM_ASSIGN_OR_RETURN(m->cache_hits, r.AddCounter("ringlm_prefix_cache_hits_total",
-                                                      "Requests that reused a cached prefix."));
   RINGLM_ASSIGN_OR_RETURN(
-      m->cache_misses,
+      m->origin.cache_hits,
+      r.AddCounter("ringlm_prefix_cache_hits_total", "Requests that reused a cached prefix."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->origin.cache_misses,
       r.AddCounter("ringlm_prefix_cache_misses_total",
                    "Claimed prefixes a stage could not honour (the prompt was recomputed)."));
-  RINGLM_ASSIGN_OR_RETURN(m->cached_tokens, r.AddCounter("ringlm_prefix_cache_tokens_total",
-                                                         "Prompt tokens taken from the cache."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->origin.cached_tokens,
+      r.AddCounter("ringlm_prefix_cache_tokens_total", "Prompt tokens taken from the cache."));
   RINGLM_RETURN_IF_ERROR(
       r.AddCallbackGauge("ringlm_prefix_cache_hit_ratio",
                          "Share of the prompt tokens received that were taken from the cache.", {},
-                         [prompt = m->prompt_tokens, cached = m->cached_tokens] {
+                         [prompt = m->origin.prompt_tokens, cached = m->origin.cached_tokens] {
                            const double all = static_cast<double>(prompt->Value());
                            return all > 0 ? static_cast<double>(cached->Value()) / all : 0.0;
                          }));
   RINGLM_ASSIGN_OR_RETURN(
-      m->recoveries,
+      m->origin.recoveries,
       r.AddCounter("ringlm_request_recoveries_total",
                    "Times a request this node started moved to a new plan after a stage failed."));
   RINGLM_ASSIGN_OR_RETURN(
-      m->recovery_seconds,
+      m->origin.recovery_seconds,
       r.AddHistogram("ringlm_recovery_seconds",
                      "From a stage failure found to the recovered request's next token.",
                      ExponentialBuckets(0.01, 2, 14)));
   constexpr char kReplay[] = "ringlm_replay_tokens_total";
   constexpr char kReplayHelp[] =
       "Positions recovered requests replayed, by where their KV came from.";
-  RINGLM_ASSIGN_OR_RETURN(m->replay_reused_tokens,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.replay_reused_tokens,
                           r.AddCounter(kReplay, kReplayHelp, {{"kv", "reused"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->replay_recomputed_tokens,
+  RINGLM_ASSIGN_OR_RETURN(m->origin.replay_recomputed_tokens,
                           r.AddCounter(kReplay, kReplayHelp, {{"kv", "recomputed"}}));
-  RINGLM_ASSIGN_OR_RETURN(m->ttft_seconds, r.AddHistogram("ringlm_time_to_first_token_seconds",
-                                                          "Time to the first token.",
-                                                          ExponentialBuckets(0.005, 2, 14)));
   RINGLM_ASSIGN_OR_RETURN(
-      m->time_per_token_seconds,
+      m->origin.ttft_seconds,
+      r.AddHistogram("ringlm_time_to_first_token_seconds", "Time to the first token.",
+                     ExponentialBuckets(0.005, 2, 14)));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->origin.time_per_token_seconds,
       r.AddHistogram("ringlm_time_per_token_seconds", "Decode time per token after the first.",
                      ExponentialBuckets(0.0005, 2, 14)));
   RINGLM_ASSIGN_OR_RETURN(m->forward_seconds, r.AddHistogram("ringlm_stage_forward_seconds",

@@ -6,8 +6,9 @@
 
 #include "absl/status/statusor.h"
 #include "base/metrics.h"
-#include "daemon/layer_fetcher.h"
-#include "daemon/model_share.h"
+#include "daemon/model_fetch/layer_fetcher.h"
+#include "daemon/model_fetch/model_share.h"
+#include "daemon/origin/origin_metrics.h"
 
 namespace ringlm {
 
@@ -17,27 +18,8 @@ struct NodeMetrics {
   static absl::StatusOr<std::unique_ptr<NodeMetrics>> Create();
 
   MetricsRegistry registry;
-  // Requests this node started, by how they ended.
-  Counter* requests_stop = nullptr;
-  Counter* requests_length = nullptr;
-  Counter* requests_cancelled = nullptr;
-  Counter* requests_error = nullptr;
-  Counter* prompt_tokens = nullptr;
-  Counter* generated_tokens = nullptr;
-  // Prefix cache, at the origin: a hit reused a prefix, a miss was a claim
-  // that some stage could not honour (the prompt was recomputed).
-  Counter* cache_hits = nullptr;
-  Counter* cache_misses = nullptr;
-  Counter* cached_tokens = nullptr;
-  // Recovery (docs/recovery.md): requests moved to a new plan after a stage
-  // failed, the pause each one cost (failure found to the next token), and
-  // the replayed positions, by whether a stage's KV still held them.
-  Counter* recoveries = nullptr;
-  Histogram* recovery_seconds = nullptr;
-  Counter* replay_reused_tokens = nullptr;
-  Counter* replay_recomputed_tokens = nullptr;
-  Histogram* ttft_seconds = nullptr;
-  Histogram* time_per_token_seconds = nullptr;
+  // The origin of requests (daemon/origin/origin_metrics.h).
+  OriginMetrics origin;
   // This node's forward pass over its layers, per batch, and the steps (of
   // different requests) each batch ran.
   Histogram* forward_seconds = nullptr;

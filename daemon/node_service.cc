@@ -8,7 +8,7 @@
 #include "base/log_rate_limiter.h"
 #include "base/status_macros.h"
 #include "daemon/node.h"
-#include "daemon/proto_convert.h"
+#include "daemon/rpc/proto_convert.h"
 #include "security/crypto.h"
 #include "spdlog/spdlog.h"
 

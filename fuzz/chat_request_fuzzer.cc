@@ -35,10 +35,10 @@
 #include <vector>
 
 #include "api/completion_request.h"
+#include "chat/chat_template.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/utf8_check.h"
-#include "inference/chat_template.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/vocabulary_loader.h"
 

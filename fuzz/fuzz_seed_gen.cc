@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/step_validator.h"
+#include "daemon/stage/step_validator.h"
 #include "discovery/announcement.h"
 #include "fuzz/fuzz_constants.h"
 #include "fuzz/step_limits.h"
-#include "inference/gguf/gguf_file.h"
-#include "inference/gguf/gguf_writer.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "inference/model_config.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/vocabulary_loader.h"

@@ -1,4 +1,4 @@
-// libFuzzer target: the GGUF parser (inference/gguf/gguf_file.h), through
+// libFuzzer target: the GGUF parser (gguf/gguf_file.h), through
 // GgufFile::FromBytes (the same parser Open runs over a mapping), and the two
 // readers of untrusted metadata that every model load runs next:
 // ModelConfig::FromGguf and LoadVocabulary + Tokenizer::Create.
@@ -28,9 +28,9 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/utf8_check.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
+#include "gguf/tensor_type.h"
 #include "inference/model_config.h"
-#include "inference/tensor_type.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/vocabulary_loader.h"
 

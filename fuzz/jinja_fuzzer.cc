@@ -1,4 +1,4 @@
-// libFuzzer target for the Jinja engine (inference/jinja/template.h): chat
+// libFuzzer target for the Jinja engine (chat/jinja/template.h): chat
 // templates come from model files, which a node may have fetched from anyone.
 //
 // Input: template bytes, optionally followed by "\0" and a JSON object used as
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/jinja/template.h"
 #include "fuzz/fuzz_check.h"
-#include "inference/jinja/template.h"
 #include "nlohmann/json.hpp"
 
 namespace {

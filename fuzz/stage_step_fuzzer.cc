@@ -1,4 +1,4 @@
-// libFuzzer target: ValidateStageStep (daemon/step_validator.h), the one check
+// libFuzzer target: ValidateStageStep (daemon/stage/step_validator.h), the one check
 // an untrusted StageStep from the network passes before it is queued.
 //
 // The input is parsed as a serialized ringlm.v1.StageStepRequest, as gRPC
@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/proto_convert.h"
-#include "daemon/step_validator.h"
+#include "daemon/rpc/proto_convert.h"
+#include "daemon/stage/step_validator.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/step_limits.h"
 #include "google/protobuf/stubs/logging.h"

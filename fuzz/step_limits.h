@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "daemon/step_validator.h"
+#include "daemon/stage/step_validator.h"
 #include "fuzz/fuzz_constants.h"
 
 namespace ringlm::fuzz {

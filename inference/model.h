@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/model_config.h"
 #include "inference/stage_weights.h"
 #include "inference/tokenizer/tokenizer.h"

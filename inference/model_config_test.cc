@@ -1,7 +1,7 @@
 #include "inference/model_config.h"
 
+#include "gguf/gguf_writer.h"
 #include "gtest/gtest.h"
-#include "inference/gguf/gguf_writer.h"
 #include "inference/model.h"
 
 namespace ringlm {

@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "gguf/gguf_writer.h"
 #include "gtest/gtest.h"
-#include "inference/gguf/gguf_writer.h"
 #include "inference/model.h"
 #include "inference/stage_engine.h"
 

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
+#include "gguf/tensor_type.h"
 #include "inference/model_config.h"
-#include "inference/tensor_type.h"
 
 namespace ringlm {
 

@@ -3,7 +3,7 @@
 #define RINGLM_INFERENCE_VOCABULARY_LOADER_H_
 
 #include "absl/status/statusor.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/tokenizer/tokenizer.h"
 
 namespace ringlm {

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "model_store/tensor_manifest.h"
 
 namespace ringlm {

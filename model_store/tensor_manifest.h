@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 
 namespace ringlm {
 

@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/metrics.h"
+#include "chat/chat_template.h"
 #include "gtest/gtest.h"
-#include "inference/chat_template.h"
 #include "inference/generator.h"
 #include "inference/model.h"
 #include "nlohmann/json.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/metrics.h"
+#include "base/prometheus_text.h"
 #include "nlohmann/json.hpp"
 #include "tests/daemon_harness.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "base/metrics.h"
+#include "base/prometheus_text.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "inference/model.h"

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "base/metrics.h"
+#include "base/prometheus_text.h"
 #include "cli/cluster_client.h"
 #include "discovery/announcement.h"
 #include "discovery/udp_socket.h"

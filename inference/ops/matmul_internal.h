@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf/tensor_type.h"
 #include "inference/ops/matmul.h"
 #include "inference/ops/quant.h"
 #include "inference/ops/thread_pool.h"
-#include "inference/tensor_type.h"
 
 namespace ringlm {
 

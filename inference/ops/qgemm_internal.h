@@ -30,8 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf/tensor_type.h"
 #include "inference/ops/thread_pool.h"
-#include "inference/tensor_type.h"
 
 namespace ringlm {
 

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "inference/tensor_type.h"
+#include "gguf/tensor_type.h"
 
 namespace ringlm {
 

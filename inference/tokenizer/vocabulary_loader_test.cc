@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "inference/gguf/gguf_file.h"
-#include "inference/gguf/gguf_writer.h"
 #include "inference/tokenizer/bpe_test_vocab.h"
 #include "inference/tokenizer/tokenizer.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 
 namespace ringlm::model_store_internal {
 

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "gtest/gtest.h"
-#include "inference/gguf/gguf_writer.h"
 
 namespace ringlm::model_store_test {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 
 namespace ringlm::model_store_test {
 

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-#include "inference/gguf/gguf_file.h"
+#include "gguf/gguf_file.h"
 #include "inference/vocabulary_loader.h"
 #include "nlohmann/json.hpp"
 

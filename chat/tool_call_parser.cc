@@ -1,0 +1,176 @@
+#include "chat/tool_call_parser.h"
+
+#include <utility>
+
+#include "nlohmann/json.hpp"
+#include "security/crypto.h"
+
+namespace ringlm {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+
+bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+std::string_view StripLeading(std::string_view text) {
+  while (!text.empty() && IsBlank(text.front())) text.remove_prefix(1);
+  return text;
+}
+std::string_view Strip(std::string_view text) {
+  text = StripLeading(text);
+  while (!text.empty() && IsBlank(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+// The length of the longest suffix of `text` that is a proper prefix of
+// `marker`: text that may still turn out to be the marker.
+size_t HeldBack(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
+    if (marker.substr(0, n) == text.substr(text.size() - n)) return n;
+  }
+  return 0;
+}
+
+// {"name": string, <args_key>: object} -> a call; false otherwise.
+bool CallFromJson(const Json& j, std::vector<ParsedToolCall>& out) {
+  if (!j.is_object()) return false;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+  auto args = j.find("arguments");
+  if (args == j.end()) args = j.find("parameters");
+  Json arguments = Json::object();
+  if (args != j.end()) {
+    arguments = args->is_string() ? Json::parse(args->get<std::string>(), nullptr, false) : *args;
+  }
+  if (!arguments.is_object()) return false;
+  out.push_back(ParsedToolCall{RandomId("call_").substr(0, 29), name->get<std::string>(),
+                               arguments.dump(-1, ' ', false, Json::error_handler_t::replace)});
+  return true;
+}
+
+}  // namespace
+
+ToolCallFamily DetectToolCallFamily(std::string_view t) {
+  if (Contains(t, kHermesOpen)) return ToolCallFamily::kHermes;
+  if (Contains(t, kMistralMarker)) return ToolCallFamily::kMistral;
+  if (Contains(t, kPythonTag) || (Contains(t, "<|start_header_id|>") && Contains(t, "tools"))) {
+    return ToolCallFamily::kLlama3;
+  }
+  return ToolCallFamily::kNone;
+}
+
+std::string_view ToolCallFamilyName(ToolCallFamily family) {
+  switch (family) {
+    case ToolCallFamily::kHermes:
+      return "hermes";
+    case ToolCallFamily::kLlama3:
+      return "llama3-json";
+    case ToolCallFamily::kMistral:
+      return "mistral";
+    case ToolCallFamily::kNone:
+      break;
+  }
+  return "none";
+}
+
+ToolCallScanner::ToolCallScanner(ToolCallFamily family)
+    : family_(family),
+      state_(family == ToolCallFamily::kHermes ? State::kText : State::kUndecided) {}
+
+std::string ToolCallScanner::Push(std::string_view text) {
+  pending_.append(text);
+  if (family_ == ToolCallFamily::kHermes) return PushHermes();
+  if (state_ == State::kUndecided) {
+    // Llama 3 and Mistral write a call as the whole reply: its first
+    // non-blank character decides.
+    const std::string_view rest = StripLeading(pending_);
+    if (rest.empty()) return "";
+    const bool call = family_ == ToolCallFamily::kLlama3
+                          ? rest.front() == '{' || StartsWith(rest, kPythonTag)
+                          : rest.front() == '[';
+    if (!call && (kMistralMarker.substr(0, rest.size()) == rest.substr(0, kMistralMarker.size()) &&
+                  family_ == ToolCallFamily::kMistral)) {
+      return "";  // may be the start of "[TOOL_CALLS]" (when it decodes to text)
+    }
+    state_ = call ? State::kCall : State::kText;
+  }
+  if (state_ == State::kCall) return "";  // parsed whole at Finish
+  return std::exchange(pending_, "");
+}
+
+std::string ToolCallScanner::PushHermes() {
+  std::string out;
+  while (true) {
+    if (state_ == State::kText) {
+      const size_t open = pending_.find(kHermesOpen);
+      if (open == std::string::npos) {
+        const size_t keep = HeldBack(pending_, kHermesOpen);
+        out += pending_.substr(0, pending_.size() - keep);
+        pending_.erase(0, pending_.size() - keep);
+        return out;
+      }
+      out += pending_.substr(0, open);
+      pending_.erase(0, open);  // pending_ now starts with the marker
+      state_ = State::kCall;
+    }
+    const size_t close = pending_.find(kHermesClose);
+    if (close == std::string::npos) return out;
+    const std::string call = pending_.substr(0, close + kHermesClose.size());
+    pending_.erase(0, call.size());
+    state_ = State::kText;
+    const std::string_view body = std::string_view(call).substr(
+        kHermesOpen.size(), call.size() - kHermesOpen.size() - kHermesClose.size());
+    if (!ParseCalls(body)) out += call;  // not a call after all: it is content
+  }
+}
+
+std::string ToolCallScanner::Finish() {
+  std::string rest = std::exchange(pending_, "");
+  if (state_ != State::kCall) return rest;
+  std::string_view body = rest;
+  if (family_ == ToolCallFamily::kHermes) {
+    body.remove_prefix(kHermesOpen.size());
+  } else {
+    body = StripLeading(body);
+    if (StartsWith(body, kPythonTag)) body.remove_prefix(kPythonTag.size());
+    if (StartsWith(body, kMistralMarker)) body.remove_prefix(kMistralMarker.size());
+  }
+  return ParseCalls(body) ? "" : rest;
+}
+
+bool ToolCallScanner::ParseCalls(std::string_view body) {
+  std::vector<ParsedToolCall> found;
+  const Json j = Json::parse(Strip(body), nullptr, false);
+  if (j.is_array() && !j.empty()) {
+    for (const Json& item : j) {
+      if (!CallFromJson(item, found)) return false;
+    }
+  } else if (!CallFromJson(j, found)) {
+    // Llama 3 may chain calls with ';'.
+    if (family_ != ToolCallFamily::kLlama3 || !Contains(body, ";")) return false;
+    for (size_t start = 0; start <= body.size();) {
+      size_t end = body.find(';', start);
+      if (end == std::string_view::npos) end = body.size();
+      const std::string_view part = Strip(body.substr(start, end - start));
+      if (!part.empty() && !CallFromJson(Json::parse(part, nullptr, false), found)) return false;
+      start = end + 1;
+    }
+  }
+  for (ParsedToolCall& call : found) calls_.push_back(std::move(call));
+  found_ = true;
+  return true;
+}
+
+std::vector<ParsedToolCall> ToolCallScanner::TakeCalls() { return std::exchange(calls_, {}); }
+
+}  // namespace ringlm

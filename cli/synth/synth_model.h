@@ -1,0 +1,138 @@
+// Synthetic llama-architecture GGUF models: real shapes, real metadata and a
+// SentencePiece-style vocabulary (or a real one, converted from a Hugging
+// Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and
+// tests when the real weights are not at hand (or too large to ship).
+//
+// A synthetic file is a well-formed GGUF v3 that other readers (llama.cpp)
+// accept: standard general.* / llama.* / tokenizer.ggml.* keys, alignment 32,
+// tensors named and shaped as llama.cpp expects, and, for a quantized type,
+// the per-tensor type mix llama-quantize would choose (see PlanSynthModel).
+// The weights are meaningless, so the text a synthetic model writes is noise;
+// only its speed and its shapes mean anything.
+#ifndef RINGLM_CLI_SYNTH_SYNTH_MODEL_H_
+#define RINGLM_CLI_SYNTH_SYNTH_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gguf/tensor_type.h"
+#include "inference/tokenizer/hf_tokenizer.h"
+#include "inference/tokenizer/tokenizer.h"
+
+namespace ringlm {
+
+// The hyperparameters of a llama-architecture model.
+struct SynthPreset {
+  std::string name;  // "tiny", "tinyllama-1.1b", ...
+  uint32_t n_embd = 256;
+  uint32_t n_layer = 4;
+  uint32_t n_head = 8;
+  uint32_t n_head_kv = 4;
+  uint32_t n_ff = 768;
+  uint32_t n_vocab = 2048;
+  uint32_t n_ctx = 512;  // written as llama.context_length
+  float rope_freq_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied_output = false;  // no output.weight: the head reuses token_embd
+};
+
+// The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, and
+// micro (64 dims, 1 layer, tied head: a real vocabulary's random model that
+// stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145 pieces).
+const std::vector<SynthPreset>& SynthPresets();
+// InvalidArgument naming the known presets when `name` is not one of them.
+absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
+
+// The weight types `--type` accepts: f32, f16, q8_0, q4_0, q4_k, q6_k.
+// InvalidArgument for any other name. (q4_k means llama.cpp's Q4_K_M mix.)
+absl::StatusOr<TensorType> ParseSynthType(const std::string& name);
+// llama.cpp's LLAMA_FTYPE number for a base type (general.file_type):
+// f32 0, f16 1, q4_0 2, q8_0 7, q4_k 15 (Q4_K_M), q6_k 18.
+// Precondition: `type` is one ParseSynthType returns.
+uint32_t LlamaFileType(TensorType type);
+
+// One tensor of the file, in file order.
+struct SynthTensor {
+  std::string name;            // "blk.3.attn_v.weight"
+  std::vector<uint64_t> dims;  // GGUF order: ne[0] (row length) first
+  TensorType type = TensorType::kF32;
+  float stddev = 0;  // of the random values; 0 means "all ones" (norms)
+  uint64_t n_elements() const;
+  uint64_t n_bytes() const;
+};
+
+// Every tensor of a model and its type.
+struct SynthPlan {
+  SynthPreset preset;
+  TensorType base_type = TensorType::kF32;  // what --type named
+  std::vector<SynthTensor> tensors;
+  uint64_t n_params() const;
+  uint64_t data_bytes() const;  // tensor bytes, padding not counted
+};
+
+// Chooses each tensor's type as llama-quantize (llama.cpp src/llama-quant.cpp,
+// llama_tensor_get_type) does for the matching ftype:
+//   - 1-D norm weights stay f32;
+//   - f32/f16: every matrix in that type (as convert_hf_to_gguf writes them);
+//   - quantized types: the output head (token_embd when tied) is Q6_K unless
+//     the base is Q8_0 (Q8_0 when its rows are not a multiple of 256);
+//     token_embd otherwise keeps the base type;
+//   - q4_k (Q4_K_M): attn_v and ffn_down are Q6_K on the layers where
+//     use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2;
+//     everything else Q4_K.
+// A type whose block size does not divide the row length falls back:
+// Q6_K -> Q8_0 (as llama.cpp), Q4_K -> Q8_0 (llama.cpp picks Q5_0, which the
+// kernels do not implement), then -> F16 when 32 does not divide it either
+// (llama.cpp would refuse Q8_0/Q4_0 there). A Q6_K choice becomes Q8_0 while
+// the kernels lack Q6_K (IsComputeSupported), so q4_0 files stay loadable.
+// InvalidArgument for a preset whose dims contradict each other (n_vocab
+// must be at least 260, the size SynthVocabulary needs) or a base type
+// ParseSynthType does not name. Pure: plans types the kernels may not
+// implement yet (WriteSynthModel refuses those).
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& preset, TensorType base_type);
+
+// The vocabulary of a synthetic model: <unk>, <s>, </s>, the 256 byte pieces
+// <0x00>..<0xFF>, then unique synthetic pieces ("▁", "▁a", "a", ..., "▁ab",
+// "ab", ...) with descending scores, n_vocab in all. BOS 1, EOS 2, UNK 0.
+// Precondition: n_vocab >= 260.
+Vocabulary SynthVocabulary(uint32_t n_vocab);
+
+struct SynthOptions {
+  std::string preset = "tiny";
+  TensorType type = TensorType::kF32;
+  uint64_t seed = 1;  // the same seed (and preset, type) gives the same bytes
+  int threads = 0;    // generation and quantization threads; 0 = DefaultThreadCount()
+  // When set, the model carries this vocabulary (tokens, merges, scores,
+  // types, special ids, chat template) and its size replaces the preset's
+  // n_vocab; otherwise SynthVocabulary(n_vocab). Shared, never modified.
+  std::shared_ptr<const SynthTokenizer> tokenizer;
+};
+
+// The plan WriteSynthModel(options, ...) writes: FindSynthPreset, n_vocab
+// from options.tokenizer when set (which may then be below 260), then
+// PlanSynthModel. Errors: theirs.
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthOptions& options);
+
+// Called as tensor data is written: bytes done and bytes in all.
+using SynthProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+// Writes the model to `path` (via `path.tmp.<pid>`, renamed when complete).
+// Weights are N(0, 0.02)-like (a scaled sum of four uniforms, so bounded at
+// 3.5 sigma), norms 1.0: activations stay in the range of a trained net.
+// Every row's values derive from (seed, tensor, row) alone, so the bytes do
+// not depend on the thread count. Tensors are generated and written a few
+// MiB at a time: memory stays small even for llama-3-8b.
+// Errors: those of FindSynthPreset and PlanSynthModel; Unimplemented when a
+// planned tensor type has no quantizer and kernels yet (q4_k and q6_k until
+// the K-quants land); the errno status of a failed create/write/rename.
+absl::Status WriteSynthModel(const SynthOptions& options, const std::string& path,
+                             const SynthProgress& progress = nullptr);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_CLI_SYNTH_SYNTH_MODEL_H_

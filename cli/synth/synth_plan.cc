@@ -1,0 +1,260 @@
+// Presets, the per-tensor type choice (llama-quantize's rules) and the
+// synthetic vocabulary.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "cli/synth/synth_model.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+constexpr float kWeightStddev = 0.02f;
+constexpr uint32_t kQkK = 256;  // K-quant super-block size
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers, and
+// every third layer in between, get the bigger type in Q4_K_M/Q5_K_M.
+bool UseMoreBits(int i_layer, int n_layer) {
+  return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
+}
+
+// llama-quantize's fallback when the type's block does not divide the row
+// length (see PlanSynthModel's contract for where we differ).
+TensorType FitRowLength(TensorType type, uint64_t ne0) {
+  if (ne0 % TraitsOf(type).block_size == 0) return type;
+  if (ne0 % 32 == 0) return TensorType::kQ8_0;
+  return TensorType::kF16;
+}
+
+// The Q6_K choices of llama.cpp's mix, while the kernels may still lack Q6_K.
+TensorType Q6KOrFallback() {
+  return IsComputeSupported(TensorType::kQ6_K) ? TensorType::kQ6_K : TensorType::kQ8_0;
+}
+
+bool IsSynthType(TensorType t) {
+  switch (t) {
+    case TensorType::kF32:
+    case TensorType::kF16:
+    case TensorType::kQ8_0:
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+enum class Role { kTokenEmbd, kOutput, kAttnV, kFfnDown, kOtherMatrix };
+
+TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, uint64_t ne0) {
+  if (base == TensorType::kF32 || base == TensorType::kF16) return base;
+  TensorType t = base;
+  if (role == Role::kOutput) {
+    if (ne0 % kQkK != 0) return FitRowLength(TensorType::kQ8_0, ne0);
+    if (base != TensorType::kQ8_0) t = Q6KOrFallback();
+  } else if (base == TensorType::kQ4_K && (role == Role::kAttnV || role == Role::kFfnDown) &&
+             UseMoreBits(layer, n_layer)) {
+    t = Q6KOrFallback();
+  }
+  return FitRowLength(t, ne0);
+}
+
+absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab);
+
+}  // namespace
+
+const std::vector<SynthPreset>& SynthPresets() {
+  static const std::vector<SynthPreset>* presets = new std::vector<SynthPreset>{
+      // name, n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx, rope base, eps, tied
+      {"tiny", 256, 4, 8, 4, 768, 2048, 512, 10000.0f, 1e-5f, false},
+      {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false},
+      // The real model also has llama3 rope scaling (factor 32, rope_freqs),
+      // which the engine does not implement; positions past 8192 would differ.
+      {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true},
+      {"llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false},
+      // Not a real model: the smallest sensible shape, to carry a real
+      // vocabulary (--tokenizer) in a file of a few tens of MiB at most.
+      {"micro", 64, 1, 2, 1, 128, 32000, 4096, 10000.0f, 1e-5f, true},
+      // stories260K's widths, 48 layers deep: rings of many stages (a
+      // 24-node recovery test) at almost no compute.
+      {"stories-48", 64, 48, 8, 4, 192, 512, 1024, 10000.0f, 1e-5f, false},
+  };
+  return *presets;
+}
+
+absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name) {
+  std::vector<std::string> names;
+  for (const SynthPreset& p : SynthPresets()) {
+    if (p.name == name) return p;
+    names.push_back(p.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown preset '", name, "' (known: ", absl::StrJoin(names, ", "), ")"));
+}
+
+absl::StatusOr<TensorType> ParseSynthType(const std::string& name) {
+  static constexpr std::pair<const char*, TensorType> kTypes[] = {
+      {"f32", TensorType::kF32},   {"f16", TensorType::kF16},   {"q8_0", TensorType::kQ8_0},
+      {"q4_0", TensorType::kQ4_0}, {"q4_k", TensorType::kQ4_K}, {"q6_k", TensorType::kQ6_K},
+  };
+  for (const auto& [n, t] : kTypes) {
+    if (name == n) return t;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown type '", name, "' (known: f32, f16, q8_0, q4_0, q4_k, q6_k)"));
+}
+
+uint32_t LlamaFileType(TensorType type) {
+  switch (type) {
+    case TensorType::kF32:
+      return 0;  // LLAMA_FTYPE_ALL_F32
+    case TensorType::kF16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case TensorType::kQ4_0:
+      return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case TensorType::kQ8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::kQ4_K:
+      return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case TensorType::kQ6_K:
+      return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
+    default:
+      return 0;
+  }
+}
+
+uint64_t SynthTensor::n_elements() const {
+  uint64_t n = 1;
+  for (uint64_t d : dims) n *= d;
+  return n;
+}
+
+uint64_t SynthTensor::n_bytes() const {
+  const TensorTypeTraits t = TraitsOf(type);
+  return n_elements() / t.block_size * t.block_bytes;
+}
+
+uint64_t SynthPlan::n_params() const {
+  uint64_t n = 0;
+  for (const SynthTensor& t : tensors) n += t.n_elements();
+  return n;
+}
+
+uint64_t SynthPlan::data_bytes() const {
+  uint64_t n = 0;
+  for (const SynthTensor& t : tensors) n += t.n_bytes();
+  return n;
+}
+
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthPreset& p, TensorType base) {
+  return PlanChecked(p, base, /*min_vocab=*/260);
+}
+
+absl::StatusOr<SynthPlan> PlanSynthModel(const SynthOptions& options) {
+  RINGLM_ASSIGN_OR_RETURN(SynthPreset preset, FindSynthPreset(options.preset));
+  if (options.tokenizer == nullptr) return PlanChecked(preset, options.type, 260);
+  preset.n_vocab = static_cast<uint32_t>(options.tokenizer->vocab.pieces.size());
+  return PlanChecked(preset, options.type, 1);
+}
+
+namespace {
+
+absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab) {
+  if (!IsSynthType(base)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("type ", std::string(TraitsOf(base).name),
+                     " is not one of f32, f16, q8_0, q4_0, q4_k, q6_k"));
+  }
+  if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
+      p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
+      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
+        "an even head size, non-zero sizes and n_vocab >= ", min_vocab));
+  }
+  SynthPlan plan;
+  plan.preset = p;
+  plan.base_type = base;
+  const int n_layer = static_cast<int>(p.n_layer);
+  const uint64_t n_embd_kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv;
+  auto matrix = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
+    plan.tensors.push_back(SynthTensor{
+        std::move(name), {ne0, ne1}, ChooseType(base, role, layer, n_layer, ne0), kWeightStddev});
+  };
+  auto norm = [&](std::string name) {
+    plan.tensors.push_back(SynthTensor{std::move(name), {p.n_embd}, TensorType::kF32, 0.0f});
+  };
+  // A tied head: llama-quantize types token_embd by the output rule.
+  matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
+         0);
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = absl::StrCat("blk.", i, ".");
+    norm(b + "attn_norm.weight");
+    matrix(b + "attn_q.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
+    matrix(b + "attn_k.weight", p.n_embd, n_embd_kv, Role::kOtherMatrix, i);
+    matrix(b + "attn_v.weight", p.n_embd, n_embd_kv, Role::kAttnV, i);
+    matrix(b + "attn_output.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
+    norm(b + "ffn_norm.weight");
+    matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+    matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+    matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+  }
+  norm("output_norm.weight");
+  if (!p.tied_output) matrix("output.weight", p.n_embd, p.n_vocab, Role::kOutput, 0);
+  return plan;
+}
+
+}  // namespace
+
+Vocabulary SynthVocabulary(uint32_t n_vocab) {
+  Vocabulary v;
+  v.model = "llama";
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.unk_id = 0;
+  auto add = [&](std::string piece, float score, TokenType type) {
+    v.pieces.push_back(std::move(piece));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0.0f, TokenType::kUnknown);
+  add("<s>", 0.0f, TokenType::kControl);
+  add("</s>", 0.0f, TokenType::kControl);
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    add(buf, 0.0f, TokenType::kByte);
+  }
+  // Normal pieces, most "frequent" (highest score) first: "▁", then every
+  // single character with and without the space mark, then lowercase words
+  // of 2, 3, ... letters. All distinct by construction.
+  const std::string kSpace = "\xE2\x96\x81";  // U+2581
+  float score = 0.0f;
+  auto add_normal = [&](const std::string& piece) {
+    if (v.pieces.size() < n_vocab) add(piece, score -= 1.0f, TokenType::kNormal);
+  };
+  add_normal(kSpace);
+  const std::string singles =
+      "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLUCMFWYPVBGKJQXZ0123456789.,!?'\"-:;()";
+  for (char c : singles) {
+    add_normal(kSpace + c);
+    add_normal(std::string(1, c));
+  }
+  for (int len = 2; v.pieces.size() < n_vocab; ++len) {
+    uint64_t count = 1;
+    for (int i = 0; i < len; ++i) count *= 26;
+    for (uint64_t k = 0; k < count && v.pieces.size() < n_vocab; ++k) {
+      std::string word(len, 'a');
+      uint64_t x = k;
+      for (int i = len - 1; i >= 0; --i, x /= 26) word[i] = static_cast<char>('a' + x % 26);
+      add_normal(kSpace + word);
+      add_normal(word);
+    }
+  }
+  return v;
+}
+
+}  // namespace ringlm

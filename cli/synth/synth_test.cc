@@ -1,0 +1,306 @@
+// Synthetic models: the plan follows the presets and llama.cpp's type rules,
+// the files load and generate, the vocabulary tokenizes, and the bytes depend
+// on the seed alone.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "cli/synth/synth_model.h"
+#include "gguf/gguf_file.h"
+#include "gtest/gtest.h"
+#include "inference/generator.h"
+#include "inference/model.h"
+#include "inference/ops/quant.h"
+
+namespace ringlm {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return testing::TempDir() + "/synth_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+const SynthTensor* FindIn(const SynthPlan& plan, const std::string& name) {
+  for (const SynthTensor& t : plan.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+TEST(SynthPresetTest, PresetsHaveTheRealModelsShapes) {
+  absl::StatusOr<SynthPreset> t = FindSynthPreset("tinyllama-1.1b");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->n_embd, 2048u);
+  EXPECT_EQ(t->n_layer, 22u);
+  EXPECT_EQ(t->n_head, 32u);
+  EXPECT_EQ(t->n_head_kv, 4u);
+  EXPECT_EQ(t->n_ff, 5632u);
+  EXPECT_EQ(t->n_vocab, 32000u);
+  absl::StatusOr<SynthPreset> l = FindSynthPreset("llama-3.2-1b");
+  ASSERT_TRUE(l.ok());
+  EXPECT_TRUE(l->tied_output);
+  EXPECT_EQ(l->n_vocab, 128256u);
+  EXPECT_EQ(l->n_ctx, 131072u);
+  EXPECT_EQ(l->rope_freq_base, 500000.0f);
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*t, TensorType::kF16);
+  ASSERT_TRUE(plan.ok());
+  // TinyLlama-1.1B has 1,100,048,384 parameters.
+  EXPECT_EQ(plan->n_params(), 1100048384u);
+}
+
+TEST(SynthPresetTest, BadNamesAreRejectedWithTheKnownOnes) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("llama-9b");
+  ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("unknown preset 'llama-9b'"), absl::string_view::npos);
+  EXPECT_NE(p.status().message().find("tinyllama-1.1b"), absl::string_view::npos);
+  absl::StatusOr<TensorType> t = ParseSynthType("q5_0");
+  ASSERT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("unknown type 'q5_0'"), absl::string_view::npos);
+  SynthOptions options;
+  options.preset = "nope";
+  const std::string path = TempPath("never");
+  EXPECT_EQ(WriteSynthModel(options, path).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::ifstream(path).good());
+}
+
+TEST(SynthPlanTest, TinyTensorsHaveLlamaNamesAndShapes) {
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kQ8_0);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->tensors.size(), 1 + 4 * 9 + 2u);
+  const std::pair<std::string, std::vector<uint64_t>> expected[] = {
+      {"token_embd.weight", {256, 2048}},  {"blk.0.attn_norm.weight", {256}},
+      {"blk.0.attn_q.weight", {256, 256}}, {"blk.0.attn_k.weight", {256, 128}},
+      {"blk.0.attn_v.weight", {256, 128}}, {"blk.3.attn_output.weight", {256, 256}},
+      {"blk.3.ffn_norm.weight", {256}},    {"blk.3.ffn_gate.weight", {256, 768}},
+      {"blk.3.ffn_up.weight", {256, 768}}, {"blk.3.ffn_down.weight", {768, 256}},
+      {"output_norm.weight", {256}},       {"output.weight", {256, 2048}},
+  };
+  for (const auto& [name, dims] : expected) {
+    const SynthTensor* t = FindIn(*plan, name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->dims, dims) << name;
+    EXPECT_EQ(t->type, dims.size() == 1 ? TensorType::kF32 : TensorType::kQ8_0) << name;
+  }
+}
+
+TEST(SynthPlanTest, Q4KFollowsLlamaCppsQ4KMMix) {
+  absl::StatusOr<SynthPlan> plan =
+      PlanSynthModel(*FindSynthPreset("tinyllama-1.1b"), TensorType::kQ4_K);
+  ASSERT_TRUE(plan.ok());
+  const TensorType big =
+      IsComputeSupported(TensorType::kQ6_K) ? TensorType::kQ6_K : TensorType::kQ8_0;
+  // use_more_bits for 22 layers, worked out by hand: 22/8 = 2, 7*22/8 = 19,
+  // and (i - 2) % 3 == 2 for i = 4, 7, 10, 13, 16.
+  const std::set<int> more_bits = {0, 1, 4, 7, 10, 13, 16, 19, 20, 21};
+  for (int i = 0; i < 22; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const TensorType want = more_bits.count(i) ? big : TensorType::kQ4_K;
+    EXPECT_EQ(FindIn(*plan, b + "attn_v.weight")->type, want) << i;
+    EXPECT_EQ(FindIn(*plan, b + "ffn_down.weight")->type, want) << i;
+    for (const char* other : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"}) {
+      EXPECT_EQ(FindIn(*plan, b + other + ".weight")->type, TensorType::kQ4_K) << b << other;
+    }
+    EXPECT_EQ(FindIn(*plan, b + "attn_norm.weight")->type, TensorType::kF32);
+  }
+  EXPECT_EQ(FindIn(*plan, "output.weight")->type, big);
+  EXPECT_EQ(FindIn(*plan, "token_embd.weight")->type, TensorType::kQ4_K);
+  EXPECT_EQ(FindIn(*plan, "output_norm.weight")->type, TensorType::kF32);
+}
+
+TEST(SynthPlanTest, TiedHeadTakesTheOutputRuleAndQ8_0KeepsItsHead) {
+  absl::StatusOr<SynthPlan> tied =
+      PlanSynthModel(*FindSynthPreset("llama-3.2-1b"), TensorType::kQ4_0);
+  ASSERT_TRUE(tied.ok());
+  EXPECT_EQ(FindIn(*tied, "output.weight"), nullptr);
+  EXPECT_EQ(FindIn(*tied, "token_embd.weight")->type,
+            IsComputeSupported(TensorType::kQ6_K) ? TensorType::kQ6_K : TensorType::kQ8_0);
+  EXPECT_EQ(FindIn(*tied, "blk.0.ffn_down.weight")->type, TensorType::kQ4_0);
+  absl::StatusOr<SynthPlan> q8 = PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kQ8_0);
+  EXPECT_EQ(FindIn(*q8, "output.weight")->type, TensorType::kQ8_0);
+  absl::StatusOr<SynthPlan> f16 = PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kF16);
+  EXPECT_EQ(FindIn(*f16, "output.weight")->type, TensorType::kF16);
+  EXPECT_EQ(FindIn(*f16, "token_embd.weight")->type, TensorType::kF16);
+}
+
+TEST(SynthPlanTest, RowsThatBlocksDoNotDivideFallBack) {
+  SynthPreset odd = *FindSynthPreset("tiny");
+  odd.name = "odd";
+  odd.n_embd = 96;  // a multiple of 32, not of 256
+  odd.n_head = 3;
+  odd.n_head_kv = 1;
+  odd.n_ff = 100;  // not even a multiple of 32
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(odd, TensorType::kQ4_K);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.weight")->type, TensorType::kQ8_0);
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_down.weight")->type, TensorType::kF16);
+  EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ8_0);
+  odd.n_head = 5;  // does not divide n_embd
+  EXPECT_EQ(PlanSynthModel(odd, TensorType::kQ4_K).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kQ5_0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SynthVocabularyTest, ExactSizeUniquePiecesAndItTokenizes) {
+  for (uint32_t n : {2048u, 32000u, 128256u}) {
+    Vocabulary v = SynthVocabulary(n);
+    ASSERT_EQ(v.pieces.size(), n);
+    EXPECT_EQ(std::set<std::string>(v.pieces.begin(), v.pieces.end()).size(), n);
+    EXPECT_EQ(v.pieces[3], "<0x00>");
+    EXPECT_EQ(v.pieces[258], "<0xFF>");
+    EXPECT_EQ(v.types[258], TokenType::kByte);
+    EXPECT_EQ(v.types[1], TokenType::kControl);
+    for (size_t i = 260; i < n; ++i) ASSERT_LT(v.scores[i], v.scores[i - 1]) << i;
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(SynthVocabulary(2048));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::string text = "Hello world, it is 42!";
+  std::vector<int32_t> ids = (*tok)->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+  ASSERT_GT(ids.size(), 2u);
+  EXPECT_EQ(ids[0], 1);
+  // Words are pieces of the vocabulary, not byte fallbacks.
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_GE(ids[i], 259) << i;
+  std::vector<int32_t> plain = (*tok)->Encode(text, false, false);
+  EXPECT_EQ((*tok)->Decode(plain), text);
+  // Non-ASCII text falls back to byte pieces and still round-trips.
+  EXPECT_EQ((*tok)->Decode((*tok)->Encode("naïve €", false, false)), "naïve €");
+}
+
+class SynthTypeTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(SynthTypeTest, TinyModelLoadsAndGenerates) {
+  SynthOptions options;
+  options.preset = "tiny";
+  options.type = *ParseSynthType(GetParam());
+  options.seed = 7;
+  options.threads = 2;
+  const std::string path = TempPath("tiny_" + GetParam() + ".gguf");
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*FindSynthPreset("tiny"), options.type);
+  ASSERT_TRUE(plan.ok());
+  bool writable = true;
+  for (const SynthTensor& t : plan->tensors) writable &= IsComputeSupported(t.type);
+  absl::Status written = WriteSynthModel(options, path);
+  if (!writable) {
+    // K-quants before their kernels land: a clear refusal, no file.
+    EXPECT_EQ(written.code(), absl::StatusCode::kUnimplemented) << written;
+    EXPECT_FALSE(std::ifstream(path).good());
+    return;
+  }
+  ASSERT_TRUE(written.ok()) << written;
+
+  // The file's table is the plan; the metadata is llama.cpp's.
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->alignment(), 32u);
+  EXPECT_EQ((*file)->Find("general.alignment"), nullptr);
+  EXPECT_EQ(*(*file)->GetString("general.architecture"), "llama");
+  EXPECT_EQ(*(*file)->GetUint("general.file_type"), LlamaFileType(options.type));
+  EXPECT_EQ(*(*file)->GetUint("general.quantization_version"), 2u);
+  EXPECT_EQ(*(*file)->GetString("tokenizer.ggml.model"), "llama");
+  ASSERT_EQ((*file)->tensors().size(), plan->tensors.size());
+  for (size_t i = 0; i < plan->tensors.size(); ++i) {
+    const GgufTensorInfo& t = (*file)->tensors()[i];
+    EXPECT_EQ(t.name, plan->tensors[i].name);
+    EXPECT_EQ(t.dims, plan->tensors[i].dims);
+    EXPECT_EQ(t.type, plan->tensors[i].type);
+  }
+  // Weights are spread like a trained net's: mean ~0, stddev ~0.02; norms 1.
+  const GgufTensorInfo* q = (*file)->FindTensor("blk.1.attn_q.weight");
+  std::vector<float> row(256 * 256);
+  DequantizeRow(q->type, q->data, row.data(), static_cast<int64_t>(row.size()));
+  double sum = 0, sq = 0;
+  for (float x : row) sum += x, sq += double{x} * x;
+  const double mean = sum / row.size(), sd = std::sqrt(sq / row.size() - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.001);
+  EXPECT_NEAR(sd, 0.02, 0.002);
+  const float* norm =
+      reinterpret_cast<const float*>((*file)->FindTensor("output_norm.weight")->data);
+  EXPECT_EQ(norm[0], 1.0f);
+  EXPECT_EQ(norm[255], 1.0f);
+
+  ModelOptions mo;
+  mo.context_size = 64;
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(path, mo);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Model& m = **model;
+  EXPECT_EQ(m.config().n_layer, 4u);
+  EXPECT_EQ(m.config().n_head_kv, 4u);
+  EXPECT_EQ(m.config().n_ctx_train, 512u);
+  EXPECT_EQ(m.tokenizer().n_vocab(), 2048);
+  ThreadPool pool(2);
+  // Logits over a real prompt are finite and not all equal.
+  const std::vector<int32_t> prompt = m.tokenizer().Encode("Once upon a time", true, false);
+  StageEngine engine(m.config(), m.weights(), &pool);
+  KvCache cache = engine.NewCache(64);
+  std::vector<float> logits;
+  ASSERT_TRUE(
+      engine.Forward(cache, StageInput{prompt, {}}, LogitsMode::kLastPosition, &logits).ok());
+  ASSERT_EQ(logits.size(), 2048u);
+  float lo = logits[0], hi = logits[0];
+  for (float x : logits) {
+    ASSERT_TRUE(std::isfinite(x));
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  EXPECT_GT(hi, lo);
+  LocalGenerator generator(m, &pool);
+  GenerateOptions go;
+  go.max_tokens = 6;
+  go.ignore_eos = true;
+  go.sampling.temperature = 0;
+  absl::StatusOr<std::vector<int32_t>> ids = generator.Generate(prompt, go);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_EQ(ids->size(), 6u);
+  for (int32_t id : *ids) EXPECT_TRUE(m.tokenizer().IsValid(id)) << id;
+  ::unlink(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SynthTypeTest,
+                         testing::Values("f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k"));
+
+TEST(SynthDeterminismTest, SameSeedSameBytesOtherSeedOtherBytes) {
+  SynthOptions options;
+  options.preset = "tiny";
+  options.type = TensorType::kQ4_0;
+  options.seed = 11;
+  options.threads = 1;
+  const std::string a = TempPath("a.gguf"), b = TempPath("b.gguf"), c = TempPath("c.gguf");
+  ASSERT_TRUE(WriteSynthModel(options, a).ok());
+  options.threads = 2;  // the thread count does not change the bytes
+  ASSERT_TRUE(WriteSynthModel(options, b).ok());
+  options.seed = 12;
+  ASSERT_TRUE(WriteSynthModel(options, c).ok());
+  const std::string ba = ReadAll(a), bb = ReadAll(b), bc = ReadAll(c);
+  EXPECT_GT(ba.size(), 1u << 20);
+  EXPECT_TRUE(ba == bb);
+  ASSERT_EQ(ba.size(), bc.size());  // same layout...
+  EXPECT_FALSE(ba == bc);           // ...other weights
+  for (const std::string& p : {a, b, c}) ::unlink(p.c_str());
+}
+
+TEST(SynthWriteTest, ProgressReachesTheTotal) {
+  SynthOptions options;
+  options.type = TensorType::kF16;
+  uint64_t last = 0, total = 0;
+  int calls = 0;
+  const std::string path = TempPath("progress.gguf");
+  ASSERT_TRUE(WriteSynthModel(options, path, [&](uint64_t done, uint64_t all) {
+                EXPECT_GE(done, last);
+                last = done, total = all, ++calls;
+              }).ok());
+  EXPECT_GT(calls, 1);
+  EXPECT_EQ(last, total);
+  EXPECT_EQ(total, PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kF16)->data_bytes());
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace ringlm

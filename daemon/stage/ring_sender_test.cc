@@ -1,0 +1,65 @@
+// Lanes keep each destination's order, a stuck destination holds up only
+// its own lane, and every lane and the lane count are bounded.
+#include "daemon/stage/ring_sender.h"
+
+#include <atomic>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+
+namespace ringlm {
+namespace {
+
+TEST(RingSenderTest, AStuckLaneHoldsUpOnlyItsOwnDestination) {
+  RingSender sender(RingSender::Limits{});
+  absl::Notification release;
+  absl::Mutex mu;
+  std::vector<int> to_a;
+  ASSERT_TRUE(sender.Post(
+      "stuck", [&] { release.WaitForNotification(); }, 0));
+  absl::Notification a_done;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(sender.Post(
+        "a",
+        [&, i] {
+          absl::MutexLock lock(&mu);
+          to_a.push_back(i);
+          if (i == 99) a_done.Notify();
+        },
+        0));
+  }
+  EXPECT_TRUE(a_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  {
+    absl::MutexLock lock(&mu);
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(to_a[i], i);  // in order
+  }
+  release.Notify();
+  sender.Stop();
+  EXPECT_FALSE(sender.Post(
+      "a", [] {}, 0));
+}
+
+TEST(RingSenderTest, LanesAndTheirQueuesAreBounded) {
+  RingSender sender(RingSender::Limits{.max_lanes = 2, .max_pending = 2, .max_pending_bytes = 100});
+  absl::Notification started, release;
+  auto hold = [&] {
+    started.Notify();
+    release.WaitForNotification();
+  };
+  auto nothing = [] {};
+  ASSERT_TRUE(sender.Post("a", hold, 0));
+  started.WaitForNotification();  // running, so no longer waiting
+  ASSERT_TRUE(sender.Post("b", nothing, 0));
+  EXPECT_FALSE(sender.Post("c", nothing, 0)) << "a third lane";
+  // Two may wait behind the running one, holding 100 bytes at most.
+  EXPECT_FALSE(sender.Post("a", nothing, 101));
+  int queued = 0;
+  while (sender.Post("a", nothing, 10)) ++queued;
+  EXPECT_EQ(queued, 2);
+  release.Notify();
+  sender.Stop();
+}
+
+}  // namespace
+}  // namespace ringlm

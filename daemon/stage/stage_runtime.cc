@@ -1,0 +1,614 @@
+#include "daemon/stage/stage_runtime.h"
+
+#include <algorithm>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "daemon/rpc/proto_convert.h"
+#include "inference/token_digest.h"
+#include "security/crypto.h"
+#include "spdlog/spdlog.h"
+
+namespace ringlm {
+namespace {
+
+// The header fields every step of a request repeats.
+v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_index) {
+  v1::StageStepRequest next;
+  next.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  next.set_request_id(from.request_id());
+  next.set_session_id(from.session_id());
+  *next.mutable_plan() = from.plan();
+  next.set_stage_index(stage_index);
+  next.set_origin(from.origin());
+  *next.mutable_sampling() = from.sampling();
+  *next.mutable_limits() = from.limits();
+  *next.mutable_logprobs() = from.logprobs();
+  next.set_constraint(from.constraint());
+  next.set_wire_dtype(from.wire_dtype());
+  return next;
+}
+
+constexpr char kCacheMissPayload[] = "ringlm.dev/cache-miss";
+
+// A claimed prefix this stage does not hold. The reason stays in this
+// node's debug log: the answer is the same whatever the stage holds, so a
+// claim reveals nothing about other conversations.
+absl::Status CacheMiss(const v1::StageStepRequest& request, absl::string_view why) {
+  spdlog::debug("request {}: prefix cache miss: {}", request.request_id(), std::string(why));
+  absl::Status s = absl::FailedPreconditionError("prefix cache miss");
+  s.SetPayload(kCacheMissPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsCacheMiss(const absl::Status& s) { return s.GetPayload(kCacheMissPayload).has_value(); }
+
+StepLimits MakeLimits(const Model& model, const std::string& self_id, uint32_t max_step_tokens) {
+  const ModelConfig& config = model.config();
+  return StepLimits{.self_id = self_id,
+                    .model_fingerprint = model.fingerprint(),
+                    .n_layer = config.n_layer,
+                    .n_embd = config.n_embd,
+                    .n_vocab = config.n_vocab,
+                    .context_size = model.context_size(),
+                    .max_step_tokens = max_step_tokens};
+}
+
+}  // namespace
+
+StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* transport,
+                           std::string self_id, MembershipCheck is_member, StageOptions options)
+    : model_(model),
+      pool_(pool),
+      transport_(transport),
+      self_id_(std::move(self_id)),
+      is_member_(std::move(is_member)),
+      options_(options),
+      limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
+      sessions_(options.sessions),
+      sender_(RingSender::Limits{}),
+      queue_(options.max_queued_steps, options.max_queued_bytes, options.queue_wait_seconds),
+      worker_([this] { WorkerLoop(); }) {}
+
+StageRuntime::~StageRuntime() { Stop(); }
+
+void StageRuntime::Stop() {
+  queue_.Stop();
+  if (worker_.joinable()) worker_.join();
+  sender_.Stop();
+}
+
+absl::Status StageRuntime::SetRange(std::optional<LayerRange> range, const Handover& handover) {
+  std::shared_ptr<Bundle> bundle;
+  if (range.has_value()) {
+    RINGLM_ASSIGN_OR_RETURN(StageWeights weights, model_.LoadStage(*range));
+    bundle = std::make_shared<Bundle>();
+    bundle->weights = std::make_unique<StageWeights>(std::move(weights));
+    bundle->engine = std::make_unique<StageEngine>(model_.config(), *bundle->weights, pool_);
+  }
+  std::vector<LayerRange> kept;
+  std::shared_ptr<const Bundle> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left = current_;
+    previous_ = current_;
+    current_ = bundle;
+    for (const auto& b : {current_, previous_}) {
+      if (b != nullptr) kept.push_back(b->weights->range());
+    }
+  }
+  // Sessions of the previous range stay, so requests on the old plan finish
+  // on it; KV of any other range is of no use any more. A session is only
+  // ever used with the very layers it holds (AcquireSession).
+  sessions_.DropIdleIf([&](const KvCache& cache) {
+    return std::none_of(kept.begin(), kept.end(),
+                        [&](const LayerRange& r) { return cache.Holds(r.first, r.last); });
+  });
+  if (handover) {
+    handover(bundle != nullptr ? bundle->weights.get() : nullptr,
+             left != nullptr ? left->weights.get() : nullptr);
+  }
+  return absl::OkStatus();
+}
+
+std::optional<LayerRange> StageRuntime::range() const {
+  absl::MutexLock lock(&mu_);
+  if (current_ == nullptr) return std::nullopt;
+  return current_->weights->range();
+}
+
+std::shared_ptr<const StageRuntime::Bundle> StageRuntime::BundleFor(uint32_t first,
+                                                                    uint32_t last) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& b : {current_, previous_}) {
+    if (b != nullptr && b->weights->range().first == first && b->weights->range().last == last) {
+      return b;
+    }
+  }
+  return nullptr;
+}
+
+absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& caller) {
+  RINGLM_RETURN_IF_ERROR(ValidateStageStep(request, limits_));
+  RINGLM_RETURN_IF_ERROR(Authorize(request, caller));
+  // Well-formed and allowed; now, does this node hold the plan's layers?
+  const v1::PlanStage& stage = request.plan().stages(request.stage_index());
+  if (BundleFor(stage.first_layer(), stage.last_layer()) == nullptr) {
+    std::optional<LayerRange> held = range();
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan epoch ", request.plan().epoch(), " gives this node layers [",
+                     stage.first_layer(), ", ", stage.last_layer(), ") but it holds ",
+                     held ? absl::StrCat("[", held->first, ", ", held->last, ")") : "none"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request.request_id(), request.origin(), false));
+  }
+  if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
+  if (!queue_.Push(std::move(request))) {
+    return absl::ResourceExhaustedError("the stage queue is full or stopping");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRuntime::Authorize(const v1::StageStepRequest& request,
+                                     const Caller& caller) const {
+  const auto& stages = request.plan().stages();
+  for (const v1::PlanStage& s : stages) {
+    if (!is_member_(s.node_id())) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the plan names node ", s.node_id(), ", which is not a proven member"));
+    }
+  }
+  if (!is_member_(request.origin())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the origin ", request.origin(), " is not a proven member"));
+  }
+  const int n = stages.size();
+  const std::string& previous = stages[(request.stage_index() + n - 1) % n].node_id();
+  if (!caller.is_node() || (caller.node_id != previous && caller.node_id != request.origin())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", caller.node_id, " may not send stage ", request.stage_index(),
+                     " a step: only the previous stage or the request's origin may"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRuntime::RecordRequestLocked(const std::string& request_id,
+                                               const std::string& origin, bool cancel) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) {
+    if (requests_.size() >= options_.max_requests) {
+      for (auto i = requests_.begin(); i != requests_.end();) {
+        i = now - i->second.last_seen > options_.cancel_memory ? requests_.erase(i) : std::next(i);
+      }
+      if (requests_.size() >= options_.max_requests) {
+        return absl::ResourceExhaustedError("this stage tracks too many requests");
+      }
+    }
+    it = requests_.emplace(request_id, RequestRecord{origin, now, false}).first;
+  } else if (it->second.origin != origin) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("request ", request_id, " belongs to another origin"));
+  }
+  it->second.last_seen = now;
+  if (cancel) it->second.cancelled = true;
+  return absl::OkStatus();
+}
+
+absl::Status StageRuntime::Cancel(const std::string& request_id, const Caller& caller) {
+  if (request_id.empty() || request_id.size() > kMaxWireIdBytes) {
+    return absl::InvalidArgumentError("request_id must have 1 to 128 bytes");
+  }
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may cancel");
+  absl::MutexLock lock(&mu_);
+  // An unknown id is recorded as the caller's: its steps, if any come,
+  // must then be the caller's own.
+  RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request_id, caller.node_id, true));
+  // Its sampler goes before the next batch (past the bound, LRU eviction
+  // takes it eventually; its steps are skipped either way).
+  if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> StageRuntime::DropSession(const std::string& session_id,
+                                               const Caller& caller) {
+  if (session_id.empty() || session_id.size() > kMaxWireIdBytes) {
+    return absl::InvalidArgumentError("session_id must have 1 to 128 bytes");
+  }
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may drop");
+  return sessions_.Drop(SessionKey(caller.node_id, session_id));
+}
+
+absl::StatusOr<size_t> StageRuntime::DropAllSessions(const Caller& caller) {
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may drop");
+  return sessions_.DropIdleWithPrefix(SessionKey(caller.node_id, ""));
+}
+
+bool StageRuntime::IsCancelled(const std::string& request_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = requests_.find(request_id);
+  return it != requests_.end() && it->second.cancelled;
+}
+
+void StageRuntime::Forget(const std::string& request_id, const std::string& origin) {
+  absl::MutexLock lock(&mu_);
+  (void)RecordRequestLocked(request_id, origin, /*cancel=*/true);
+  if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
+}
+
+StageRuntime::StepRef StageRuntime::RefOf(const v1::StageStepRequest& request) {
+  return StepRef{request.request_id(), request.origin(), request.stage_index()};
+}
+
+void StageRuntime::SendStep(const std::string& to, v1::StageStepRequest step, StepRef from,
+                            std::string what) {
+  auto send = [this, to, step = std::move(step), from = std::move(from), what = std::move(what)] {
+    if (absl::Status s = transport_->StageStep(to, step); !s.ok()) {
+      ReportError(from, absl::Status(s.code(), absl::StrCat(what, ": ", s.message())));
+    }
+  };
+  // To itself: straight into its own queue, which never blocks.
+  if (to == self_id_) return send();
+  const uint64_t bytes = step.ByteSizeLong();
+  if (!PostCounted(to, std::move(send), bytes)) {
+    ReportError(from, absl::ResourceExhaustedError(
+                          absl::StrCat(what, ": the send queue to node ", to, " is full")));
+  }
+}
+
+void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver) {
+  auto send = [this, origin, deliver = std::move(deliver)] {
+    v1::DeliverTokenReply reply;
+    absl::Status s = transport_->DeliverToken(origin, deliver, &reply);
+    if (!s.ok() && Allow("deliver")) {
+      spdlog::warn("request {}: cannot deliver to origin {}: {}", deliver.request_id(), origin,
+                   s.ToString());
+    }
+    // The origin is gone, or it says stop: nobody wants more.
+    if (!s.ok() || reply.cancel()) Forget(deliver.request_id(), origin);
+  };
+  if (origin == self_id_) return send();
+  const uint64_t bytes = deliver.ByteSizeLong();
+  if (!PostCounted(origin, std::move(send), bytes)) {
+    if (Allow("deliver")) {
+      spdlog::warn("request {}: the send queue to origin {} is full", deliver.request_id(), origin);
+    }
+    Forget(deliver.request_id(), origin);
+  }
+}
+
+bool StageRuntime::PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes) {
+  // Counted from here until the task is gone: run, or dropped unrun (a full
+  // lane, a stopping sender).
+  struct Counted {
+    explicit Counted(StageRuntime* r) : runtime(r) {
+      absl::MutexLock lock(&runtime->sends_mu_);
+      ++runtime->sends_in_flight_;
+    }
+    ~Counted() {
+      absl::MutexLock lock(&runtime->sends_mu_);
+      --runtime->sends_in_flight_;
+    }
+    StageRuntime* runtime;
+  };
+  auto count = std::make_shared<Counted>(this);
+  return sender_.Post(
+      to, [count = std::move(count), send = std::move(send)] { send(); }, bytes);
+}
+
+void StageRuntime::AwaitSendsDone(absl::Duration timeout) {
+  absl::MutexLock lock(&sends_mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sends_mu_) { return sends_in_flight_ == 0; };
+  sends_mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+}
+
+void StageRuntime::WorkerLoop() {
+  ComputeLock* const turns = options_.compute_lock;
+  size_t last_batch = 0;
+  absl::Duration last_forward;
+  while (queue_.AwaitSteps(1, absl::InfiniteDuration())) {
+    if (turns != nullptr) {
+      const auto asked = std::chrono::steady_clock::now();
+      if (!turns->Acquire([this] { return queue_.stopped(); })) return;
+      if (options_.turn_wait_seconds != nullptr) {
+        options_.turn_wait_seconds->Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
+      }
+    }
+    queue_.AwaitSteps(last_batch, std::min(options_.gather_wait, last_forward / 10));
+    std::vector<v1::StageStepRequest> batch = queue_.PopBatch(options_.batch);
+    if (batch.empty()) break;  // stopped
+    last_batch = batch.size();
+    std::vector<std::string> forget;
+    {
+      absl::MutexLock lock(&mu_);
+      forget.swap(to_forget_);
+    }
+    for (const std::string& id : forget) samplers_.erase(id);
+    const absl::Time start = absl::Now();
+    RunBatch(batch);
+    last_forward = absl::Now() - start;
+    if (turns != nullptr) {
+      if (turns->OthersWaiting()) AwaitSendsDone(options_.handoff_wait);
+      turns->Release();
+    }
+  }
+  if (turns != nullptr) turns->Release();
+}
+
+// One step of a batch, ready to run: its session, and its input and output.
+struct StageRuntime::Prepared {
+  const v1::StageStepRequest* request;
+  SessionStore::Lease lease;
+  std::vector<float> hidden;
+  std::vector<float> out;
+};
+
+absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStepRequest& request,
+                                                             const Bundle& bundle) {
+  RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, bundle));
+  KvCache& cache = lease.cache();
+  if (cache.n_positions() != request.position()) {
+    return absl::FailedPreconditionError(absl::StrCat("the session holds ", cache.n_positions(),
+                                                      " positions here, the step expects ",
+                                                      request.position()));
+  }
+  Prepared p{&request, std::move(lease), {}, {}};
+  if (request.stage_index() > 0) {
+    RINGLM_ASSIGN_OR_RETURN(
+        p.hidden, DecodeHidden(request.hidden(), request.tokens_size(), model_.config().n_embd));
+  }
+  RINGLM_RETURN_IF_ERROR(bundle.engine->Check(p.lease.cache(), InputOf(p)));
+  return p;
+}
+
+StageInput StageRuntime::InputOf(const Prepared& p) {
+  return StageInput{std::span<const int32_t>(p.request->tokens().data(), p.request->tokens_size()),
+                    p.hidden};
+}
+
+void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
+  // Every step of a batch runs the same layers (StepQueue::PopBatch).
+  const v1::PlanStage& stage = batch.front().plan().stages(batch.front().stage_index());
+  std::shared_ptr<const Bundle> bundle = BundleFor(stage.first_layer(), stage.last_layer());
+  std::vector<Prepared> ready;
+  ready.reserve(batch.size());
+  for (const v1::StageStepRequest& request : batch) {
+    if (IsCancelled(request.request_id())) continue;
+    if (bundle == nullptr) {
+      ReportError(RefOf(request), absl::FailedPreconditionError(absl::StrCat(
+                                      "this node no longer holds layers [", stage.first_layer(),
+                                      ", ", stage.last_layer(), ")")));
+      continue;
+    }
+    absl::StatusOr<Prepared> p = Prepare(request, *bundle);
+    if (!p.ok()) {
+      ReportError(RefOf(request), p.status());
+      continue;
+    }
+    ready.push_back(*std::move(p));
+  }
+  if (ready.empty()) return;
+  std::vector<StageBatchItem> items;
+  for (Prepared& p : ready) items.push_back({&p.lease.cache(), InputOf(p), &p.out});
+  const auto forward_start = std::chrono::steady_clock::now();
+  if (absl::Status s = bundle->engine->ForwardBatch(items, LogitsMode::kLastPosition); !s.ok()) {
+    for (const Prepared& p : ready) ReportError(RefOf(*p.request), s);  // Prepare checked each
+    return;
+  }
+  if (options_.forward_seconds != nullptr) {
+    options_.forward_seconds->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count());
+  }
+  if (options_.batch_steps != nullptr) options_.batch_steps->Observe(ready.size());
+  if (options_.batch_tokens != nullptr) {
+    size_t tokens = 0;
+    for (const Prepared& p : ready) tokens += p.request->tokens_size();
+    options_.batch_tokens->Observe(tokens);
+  }
+  for (Prepared& p : ready) {
+    if (absl::Status s = Continue(p, *bundle); !s.ok()) ReportError(RefOf(*p.request), s);
+  }
+}
+
+absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
+  const v1::StageStepRequest& request = *p.request;
+  const uint32_t index = request.stage_index();
+  if (!bundle.weights->is_last()) {
+    const uint64_t n = request.tokens_size();
+    v1::StageStepRequest next = NextStep(request, index + 1);
+    next.set_position(request.position());
+    next.set_reuse_len(request.reuse_len());  // every stage checks the claimed prefix
+    next.set_reuse_digest(request.reuse_digest());
+    next.set_fork_from(request.fork_from());
+    *next.mutable_tokens() = request.tokens();
+    next.set_sample(request.sample());
+    next.set_generated(request.generated());
+    *next.mutable_hidden() = EncodeHidden(p.out, n, model_.config().n_embd, request.wire_dtype());
+    SendStep(request.plan().stages(index + 1).node_id(), std::move(next), RefOf(request),
+             absl::StrCat("forwarding to stage ", index + 1));
+    return absl::OkStatus();
+  }
+  if (!request.sample()) {  // a prompt chunk that is not the last
+    ReportPromptProgress(request);
+    return absl::OkStatus();
+  }
+  return Sample(request, p.out, p.lease.cache().tokens());
+}
+
+void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
+  const uint32_t end = request.position() + static_cast<uint32_t>(request.tokens_size());
+  v1::DeliverTokenRequest note;
+  note.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  note.set_request_id(request.request_id());
+  note.set_prompt_positions(end);
+  SendDelivery(request.origin(), std::move(note));
+}
+
+absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
+                                  const std::vector<float>& logits,
+                                  std::span<const int32_t> history) {
+  const uint32_t n_positions = static_cast<uint32_t>(history.size());
+  const auto now = std::chrono::steady_clock::now();
+  if (samplers_.size() >= options_.max_samplers && samplers_.count(request.request_id()) == 0) {
+    // Full: the least recently used sampler goes (its request, if it is
+    // still running, rebuilds it exactly from the session below).
+    auto oldest = samplers_.begin();
+    for (auto it = samplers_.begin(); it != samplers_.end(); ++it) {
+      if (it->second.last_used < oldest->second.last_used) oldest = it;
+    }
+    samplers_.erase(oldest);
+  }
+  auto it = samplers_.find(request.request_id());
+  if (it == samplers_.end()) {
+    RINGLM_ASSIGN_OR_RETURN(SamplerState fresh, NewSamplerState(request, history));
+    it = samplers_.emplace(request.request_id(), std::move(fresh)).first;
+  }
+  SamplerState& state = it->second;
+  state.last_used = now;
+  std::span<const float> choices = logits;
+  if (state.constrained != nullptr) {
+    masked_.assign(logits.begin(), logits.end());
+    RINGLM_RETURN_IF_ERROR(state.constrained->Mask(masked_));
+    choices = masked_;
+  }
+  const int32_t token = state.sampler->Sample(choices);
+  state.sampler->Accept(token);
+  if (state.constrained != nullptr) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
+
+  const uint32_t index = request.generated();
+  v1::DeliverTokenRequest deliver;
+  deliver.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  deliver.set_request_id(request.request_id());
+  deliver.set_token(token);
+  deliver.set_index(index);
+  if (request.logprobs().enabled()) {
+    *deliver.mutable_logprobs() = LogprobsToProto(
+        ComputeLogprobs(logits, token, static_cast<int32_t>(request.logprobs().top())));
+  }
+  if (!request.limits().ignore_eos() && model_.tokenizer().IsEndOfGeneration(token)) {
+    deliver.set_finish_reason(v1::FINISH_REASON_STOP);
+  } else if (static_cast<int64_t>(index) + 1 >= request.limits().max_tokens() ||
+             n_positions >= model_.context_size()) {
+    deliver.set_finish_reason(v1::FINISH_REASON_LENGTH);
+  }
+  const bool last = deliver.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  SendDelivery(request.origin(), std::move(deliver));
+  if (last) {
+    samplers_.erase(request.request_id());
+    return absl::OkStatus();
+  }
+  // The token goes around the ring at once, beside its delivery: if the
+  // origin turns out to be gone or to want no more, Forget drops the
+  // request here when that step comes back.
+  v1::StageStepRequest next = NextStep(request, 0);
+  next.set_position(n_positions);
+  next.add_tokens(token);
+  next.set_sample(true);
+  next.set_generated(index + 1);
+  SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
+           "sending the token to stage 0");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StageRuntime::SamplerState> StageRuntime::NewSamplerState(
+    const v1::StageStepRequest& request, std::span<const int32_t> history) {
+  // A new request, or one that continues mid-reply (a replay on a new plan,
+  // or an evicted sampler): the reply so far is the last `generated`
+  // positions of the session, and the sampler and the grammar follow it
+  // token by token to where they were.
+  const uint32_t generated = request.generated();
+  if (generated > history.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the step claims ", generated, " generated tokens, the session holds ", history.size()));
+  }
+  const std::span<const int32_t> reply = history.subspan(history.size() - generated);
+  SamplerState state;
+  state.sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
+  state.sampler->FastForward(reply);
+  if (!request.constraint().empty()) {
+    RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));
+    BuildGrammarVocabulary();
+    state.constrained =
+        std::make_unique<ConstrainedSampling>(grammar, grammar_vocabulary_, end_tokens_);
+    for (int32_t token : reply) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
+  }
+  return state;
+}
+
+void StageRuntime::BuildGrammarVocabulary() {
+  if (grammar_vocabulary_ != nullptr) return;
+  const Tokenizer& tokenizer = model_.tokenizer();
+  const Vocabulary& vocab = tokenizer.vocabulary();
+  // A constrained reply is text: control, unknown and unused tokens never
+  // appear in it (end-of-generation ones are the matcher's end tokens).
+  auto is_text = [&](int32_t id) {
+    const TokenType type = vocab.types[static_cast<size_t>(id)];
+    return type == TokenType::kNormal || type == TokenType::kUserDefined ||
+           type == TokenType::kByte;
+  };
+  grammar_vocabulary_ = MakeTokenVocabulary(
+      tokenizer.n_vocab(), [&](int32_t id) { return tokenizer.TokenToPiece(id); }, is_text);
+  auto ends = std::make_shared<std::vector<int32_t>>();
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (tokenizer.IsEndOfGeneration(id)) ends->push_back(id);
+  }
+  end_tokens_ = std::move(ends);
+}
+
+absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(
+    const v1::StageStepRequest& request, const Bundle& bundle) {
+  const LayerRange range = bundle.weights->range();
+  const std::string key = SessionKey(request.origin(), request.session_id());
+  auto make_cache = [&] { return bundle.engine->NewCache(model_.context_size()); };
+  if (request.reuse_len() == 0) {
+    RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, sessions_.Acquire(key, make_cache));
+    if (!lease.cache().Holds(range.first, range.last)) lease.Replace(make_cache());
+    if (request.position() == 0) lease.cache().Truncate(0);  // a fresh start
+    return lease;
+  }
+  // The head claims this stage holds the first reuse_len tokens: prove it
+  // before anything is forked or truncated.
+  const uint32_t reuse = request.reuse_len();
+  if (!request.fork_from().empty()) {
+    const std::string from = SessionKey(request.origin(), request.fork_from());
+    if (absl::Status s = sessions_.Fork(from, key, reuse, request.reuse_digest()); !s.ok()) {
+      return CacheMiss(request, s.message());
+    }
+  }
+  absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(key);
+  if (!lease.ok()) return CacheMiss(request, lease.status().message());
+  KvCache& cache = lease->cache();
+  if (!cache.Holds(range.first, range.last)) {
+    return CacheMiss(request, "the session holds KV of another layer range");
+  }
+  if (cache.n_positions() < reuse ||
+      !ConstantTimeEquals(TokenDigest(std::span<const int32_t>(cache.tokens().data(), reuse)),
+                          request.reuse_digest())) {
+    return CacheMiss(request, "the session's tokens differ from the claim");
+  }
+  cache.Truncate(reuse);
+  return lease;
+}
+
+void StageRuntime::ReportError(const StepRef& step, const absl::Status& status) {
+  if (Allow("failed")) {
+    spdlog::warn("request {}: stage {} failed: {}", step.request_id, step.stage_index,
+                 status.ToString());
+  }
+  v1::DeliverTokenRequest deliver;
+  deliver.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  deliver.set_request_id(step.request_id);
+  deliver.set_finish_reason(v1::FINISH_REASON_ERROR);
+  deliver.set_error(
+      absl::StrCat("stage ", step.stage_index, " (node ", self_id_, "): ", status.message()));
+  deliver.set_error_code(static_cast<int32_t>(status.code()));
+  deliver.set_cache_miss(IsCacheMiss(status));
+  SendDelivery(step.origin, std::move(deliver));
+  Forget(step.request_id, step.origin);
+}
+
+}  // namespace ringlm
