@@ -13,6 +13,7 @@
 #include "api/response_writer.h"
 #include "base/status_macros.h"
 #include "chat/reply_splice.h"
+#include "inference/context_limit.h"
 
 namespace ringlm {
 namespace {
@@ -89,7 +90,7 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
           request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
           std::string(rendered.status().message()));
     }
-    params.prompt = Tokenize(*std::move(rendered));
+    params.request.prompt = Tokenize(*std::move(rendered));
   } else if (!request.prompt_ids.empty()) {
     for (int32_t id : request.prompt_ids) {
       if (!backend_.tokenizer().IsValid(id)) {
@@ -98,33 +99,32 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
                                               backend_.tokenizer().n_vocab(), "-token vocabulary"));
       }
     }
-    params.prompt = request.prompt_ids;
+    params.request.prompt = request.prompt_ids;
   } else {
     // A raw prompt is the client's own text, markers included (as llama.cpp's
     // /completion): special-token text in it becomes control tokens.
-    params.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
-                                                /*parse_special=*/true);
+    params.request.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
+                                                        /*parse_special=*/true);
   }
   const char* prompt_param = request.kind == CompletionRequest::Kind::kChat ? "messages"
                              : chat                                         ? "input"
                                                                             : "prompt";
-  if (params.prompt.empty()) return InvalidFieldError(prompt_param, "the prompt is empty");
+  if (params.request.prompt.empty()) {
+    return InvalidFieldError(prompt_param, "the prompt is empty");
+  }
   const uint32_t context = backend_.context_size();
-  if (params.prompt.size() >= context) {
-    return WithOpenAiCode(absl::InvalidArgumentError(absl::StrCat(
-                              "This model's maximum context length is ", context,
-                              " tokens. However, your ", prompt_param, " resulted in ",
-                              params.prompt.size(), " tokens, leaving no room for a completion.")),
-                          "context_length_exceeded", prompt_param);
+  if (absl::Status fits = CheckPromptFits(params.request.prompt.size(), context); !fits.ok()) {
+    return WithOpenAiCode(std::move(fits), "context_length_exceeded", prompt_param);
   }
   // max_tokens defaults to, and is clamped to, the rest of the context.
-  const int32_t remaining = static_cast<int32_t>(context - params.prompt.size());
-  params.max_tokens = std::min(request.max_tokens.value_or(remaining), remaining);
-  params.sampling = request.sampling;
+  const int32_t remaining =
+      static_cast<int32_t>(MaxCompletionTokens(params.request.prompt.size(), context));
+  params.request.max_tokens = std::min(request.max_tokens.value_or(remaining), remaining);
+  params.request.sampling = request.sampling;
   params.stop = request.stop;
-  params.logprobs = request.logprobs;
-  params.top_logprobs = request.top_logprobs;
-  RINGLM_ASSIGN_OR_RETURN(params.constraint, ConstraintFor(request));
+  params.request.logprobs = request.logprobs;
+  params.request.top_logprobs = request.top_logprobs;
+  RINGLM_ASSIGN_OR_RETURN(params.request.constraint, ConstraintFor(request));
   return params;
 }
 

@@ -14,36 +14,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/origin/generation_request.h"
 #include "inference/sampling/logprobs.h"
 #include "inference/sampling/sampling_params.h"
 #include "inference/tokenizer/tokenizer.h"
 
 namespace ringlm {
-
-// Which cached KV to start from: positions [0, reuse_len) of session
-// `session_id` on every stage (or of `fork_from`, copied into `session_id`,
-// when that session is busy or must be kept). Stages check the digest of
-// those tokens; on any mismatch the backend recomputes from position 0 and
-// reports cached_tokens = 0. reuse_len = 0 means no reuse.
-struct PrefixReuse {
-  std::string session_id;  // the session the request runs in (and keeps)
-  std::string fork_from;   // empty = reuse session_id itself
-  uint32_t reuse_len = 0;
-};
-
-struct GenerationRequest {
-  std::vector<int32_t> prompt;
-  SamplingParams sampling;
-  int32_t max_tokens = 16;    // >= 1
-  PrefixReuse reuse;          // session_id empty = a throwaway session
-  bool keep_session = false;  // keep the stages' KV after the request
-  // Report each token's log-probability, and this many alternatives (<= 20).
-  bool logprobs = false;
-  int32_t top_logprobs = 0;
-  // What the reply must match (output_constraint.h spec, checked by
-  // CompileConstraint); empty = free text.
-  std::string constraint;
-};
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
 

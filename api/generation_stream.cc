@@ -17,14 +17,8 @@ struct GenerationStream::Inbox {
 absl::StatusOr<std::unique_ptr<GenerationStream>> GenerationStream::Start(
     GenerationBackend& backend, PrefixCache& cache, ReplyStore* replies, bool keep_session,
     Params params) {
-  PrefixCache::Lease lease = cache.Begin(params.prompt);
-  GenerationRequest request;
-  request.prompt = params.prompt;
-  request.sampling = params.sampling;
-  request.max_tokens = params.max_tokens;
-  request.logprobs = params.logprobs;
-  request.top_logprobs = params.top_logprobs;
-  request.constraint = params.constraint;
+  PrefixCache::Lease lease = cache.Begin(params.request.prompt);
+  GenerationRequest request = params.request;  // the stream keeps its prompt
   request.reuse = lease.reuse();
   request.keep_session = keep_session && !request.reuse.session_id.empty();
   std::unique_ptr<GenerationStream> stream(new GenerationStream(
@@ -49,8 +43,8 @@ GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cach
     : tokenizer_(tokenizer),
       cache_(cache),
       replies_(replies),
-      prompt_(std::move(params.prompt)),
-      max_tokens_(params.max_tokens),
+      prompt_(std::move(params.request.prompt)),
+      max_tokens_(params.request.max_tokens),
       inbox_(std::make_shared<Inbox>()),
       lease_(std::move(lease)),
       decoder_(tokenizer),

@@ -45,17 +45,14 @@ class GenerationStream {
  public:
   enum class State { kQueued, kRunning, kDone, kFailed, kCancelled };
 
+  // The request as the backend takes it (the lease fills its `reuse`), and
+  // what the HTTP side does with the reply's text.
   struct Params {
-    std::vector<int32_t> prompt;  // tokenized, non-empty, fits the context
-    SamplingParams sampling;      // validated
-    int32_t max_tokens = 16;      // >= 1
+    GenerationRequest request;  // prompt tokenized, non-empty, fits the context
     std::vector<std::string> stop;
-    bool logprobs = false;  // collect each shown token's logprobs
-    int32_t top_logprobs = 0;
     // Not kNone: tool calls in this family's syntax are taken out of the text
     // (TakeToolCalls), and a reply with calls finishes as "tool_calls".
     ToolCallFamily tool_calls = ToolCallFamily::kNone;
-    std::string constraint;  // GenerationRequest::constraint
   };
 
   // Takes a lease from `cache` and submits. On a Submit error the lease is
@@ -77,7 +74,7 @@ class GenerationStream {
   std::vector<ParsedToolCall> TakeToolCalls();
 
   // The logprobs of the tokens sampled since the last call, in order (not of
-  // an end-of-generation token). Empty unless Params::logprobs.
+  // an end-of-generation token). Empty unless the request asked for logprobs.
   std::vector<TokenLogprobs> TakeLogprobs();
 
   // The client went away: drop the request. No-op once terminal.

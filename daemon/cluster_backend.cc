@@ -1,6 +1,5 @@
 #include "daemon/cluster_backend.h"
 
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -53,18 +52,7 @@ absl::Status ClusterBackend::WaitUntilReady(std::chrono::milliseconds patience) 
 
 absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) {
-  NewRequest n;
-  n.prompt = std::move(request.prompt);
-  n.sampling = request.sampling;
-  n.max_tokens = request.max_tokens;
-  n.logprobs = request.logprobs;
-  n.top_logprobs = request.top_logprobs;
-  n.constraint = std::move(request.constraint);
-  n.session_id = std::move(request.reuse.session_id);
-  n.reuse_len = request.reuse.reuse_len;
-  n.fork_from = std::move(request.reuse.fork_from);
-  n.keep_session = request.keep_session;
-  RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(n)));
+  RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(request)));
   const std::string id = r.request_id;
   RINGLM_RETURN_IF_ERROR(node_.origin().Start(std::move(r), [on_event](const OriginEvent& e) {
     GenerationEvent g;

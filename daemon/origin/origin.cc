@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "daemon/rpc/proto_convert.h"
+#include "inference/context_limit.h"
 #include "inference/token_digest.h"
 #include "security/crypto.h"
 #include "spdlog/spdlog.h"
@@ -74,13 +75,8 @@ size_t OriginRegistry::active() const {
   return active_.size();
 }
 
-absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest request) const {
-  if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
-  if (request.prompt.size() > model_.context_size) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", request.prompt.size(),
-                                                   " tokens, the context holds ",
-                                                   model_.context_size));
-  }
+absl::StatusOr<OriginRequest> OriginRegistry::Prepare(GenerationRequest request) const {
+  RINGLM_RETURN_IF_ERROR(CheckPromptFits(request.prompt.size(), model_.context_size));
   for (int32_t id : request.prompt) {
     if (id < 0 || static_cast<uint32_t>(id) >= model_.n_vocab) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -93,7 +89,8 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest request) const 
   RINGLM_ASSIGN_OR_RETURN(r.plan, cluster_.serving_plan());
   // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
   r.request_id = RandomId("req-");
-  r.session_id = request.session_id.empty() ? RandomId("tmp-") : std::move(request.session_id);
+  r.session_id =
+      request.reuse.session_id.empty() ? RandomId("tmp-") : std::move(request.reuse.session_id);
   r.prompt = std::move(request.prompt);
   r.sampling = SamplingToProto(request.sampling);
   r.limits.set_max_tokens(request.max_tokens);
@@ -102,10 +99,25 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest request) const 
   r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
   r.constraint = std::move(request.constraint);
   r.wire_dtype = request.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32;
-  r.reuse_len = request.reuse_len;
-  r.fork_from = std::move(request.fork_from);
+  r.reuse_len = request.reuse.reuse_len;
+  r.fork_from = std::move(request.reuse.fork_from);
   r.keep_session = request.keep_session;
   return r;
+}
+
+absl::StatusOr<OriginRequest> OriginRegistry::Prepare(NewRequest n) const {
+  GenerationRequest request;
+  request.prompt = std::move(n.prompt);
+  request.sampling = n.sampling;
+  request.max_tokens = n.max_tokens;
+  request.ignore_eos = n.ignore_eos;
+  request.logprobs = n.logprobs;
+  request.top_logprobs = n.top_logprobs;
+  request.constraint = std::move(n.constraint);
+  request.f16_hidden = n.f16_hidden;
+  request.reuse = {std::move(n.session_id), std::move(n.fork_from), n.reuse_len};
+  request.keep_session = n.keep_session;
+  return Prepare(std::move(request));
 }
 
 absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/log_rate_limiter.h"
 #include "base/task_queue.h"
+#include "daemon/origin/generation_request.h"
 #include "daemon/origin/origin_metrics.h"
 #include "daemon/rpc/transport.h"
 #include "inference/sampling/logprobs.h"
@@ -102,8 +103,8 @@ struct OriginClusterHooks {
   std::function<absl::StatusOr<v1::Plan>()> serving_plan;
 };
 
-// A request as a frontend (the HTTP API, the gRPC Generate call) hands it
-// over, in domain types. OriginRegistry::Prepare checks it, once for both.
+// The gRPC Generate call's form of a GenerationRequest, until that handler
+// builds a GenerationRequest itself.
 struct NewRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
@@ -172,11 +173,12 @@ class OriginRegistry : public LocalOrigin {
                  const OriginMetrics* metrics = nullptr);
   ~OriginRegistry();
 
-  // The one check of a new request, for every frontend: a prompt of 1 to
-  // context_size tokens inside the vocabulary, max_tokens >= 0, valid
+  // The one check of a new request, for every frontend: a prompt that fits
+  // the context (CheckPromptFits) inside the vocabulary, max_tokens >= 0, valid
   // sampling (InvalidArgument naming what is wrong). Then it draws the
   // request id (and a session id when none is given) from the CSPRNG and
   // takes the serving plan (Unavailable when there is none).
+  absl::StatusOr<OriginRequest> Prepare(GenerationRequest request) const;
   absl::StatusOr<OriginRequest> Prepare(NewRequest request) const;
   // Registers a prepared request and queues its prompt. InvalidArgument for
   // an empty prompt or a duplicate id.

@@ -522,36 +522,41 @@ TEST_F(OriginRecoveryTest, PromptsTakeTurnsWithinTheInFlightBound) {
 
 TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {
   auto prepare = [&](std::vector<int32_t> prompt, auto&& edit) {
-    NewRequest n;
+    GenerationRequest n;
     n.prompt = std::move(prompt);
     edit(n);
     return origin_->Prepare(std::move(n));
   };
-  auto as_is = [](NewRequest&) {};
+  auto as_is = [](GenerationRequest&) {};
   auto message = [](const absl::StatusOr<OriginRequest>& r) {
     return std::string(r.status().message());
   };
-  EXPECT_THAT(message(prepare({}, as_is)), HasSubstr("no tokens"));
+  EXPECT_THAT(message(prepare({}, as_is)), HasSubstr("the prompt is empty"));
+  // The context rule at its boundary (context 64): one token must be left.
+  EXPECT_TRUE(prepare(std::vector<int32_t>(63, 1), as_is).ok());
+  EXPECT_THAT(message(prepare(std::vector<int32_t>(64, 1), as_is)),
+              HasSubstr("maximum context length is 64 tokens. However, your prompt resulted in "
+                        "64 tokens"));
   EXPECT_THAT(message(prepare(std::vector<int32_t>(65, 1), as_is)),
-              HasSubstr("the prompt has 65 tokens, the context holds 64"));
+              HasSubstr("resulted in 65 tokens"));
   EXPECT_THAT(message(prepare({1, 1000}, as_is)),
               HasSubstr("prompt token id 1000 is outside the vocabulary [0, 1000)"));
   EXPECT_THAT(message(prepare({1, -1}, as_is)), HasSubstr("token id -1"));
-  EXPECT_THAT(message(prepare({1}, [](NewRequest& n) { n.max_tokens = -1; })),
+  EXPECT_THAT(message(prepare({1}, [](GenerationRequest& n) { n.max_tokens = -1; })),
               HasSubstr("max_tokens must be >= 0"));
-  EXPECT_THAT(message(prepare({1}, [](NewRequest& n) { n.sampling.temperature = -1; })),
+  EXPECT_THAT(message(prepare({1}, [](GenerationRequest& n) { n.sampling.temperature = -1; })),
               HasSubstr("temperature"));
 
-  absl::StatusOr<OriginRequest> a = prepare({1, 2}, [](NewRequest& n) {
+  absl::StatusOr<OriginRequest> a = prepare({1, 2}, [](GenerationRequest& n) {
     n.max_tokens = 5;
     n.ignore_eos = true;
     n.logprobs = true;
     n.top_logprobs = 99;
     n.f16_hidden = true;
   });
-  absl::StatusOr<OriginRequest> b = prepare({1, 2}, [](NewRequest& n) {
-    n.session_id = "s-kept";
-    n.reuse_len = 1;
+  absl::StatusOr<OriginRequest> b = prepare({1, 2}, [](GenerationRequest& n) {
+    n.reuse.session_id = "s-kept";
+    n.reuse.reuse_len = 1;
     n.keep_session = true;
   });
   ASSERT_TRUE(a.ok()) << a.status();
