@@ -10,10 +10,11 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+// The markers, from the one definition of each family's syntax.
+const std::string_view kHermesOpen = FindToolCallSyntax(ToolCallFamily::kHermes)->marker_open;
+const std::string_view kHermesClose = FindToolCallSyntax(ToolCallFamily::kHermes)->marker_close;
+const std::string_view kPythonTag = FindToolCallSyntax(ToolCallFamily::kLlama3)->marker_open;
+const std::string_view kMistralMarker = FindToolCallSyntax(ToolCallFamily::kMistral)->marker_open;
 
 bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -67,20 +68,6 @@ ToolCallFamily DetectToolCallFamily(std::string_view t) {
     return ToolCallFamily::kLlama3;
   }
   return ToolCallFamily::kNone;
-}
-
-std::string_view ToolCallFamilyName(ToolCallFamily family) {
-  switch (family) {
-    case ToolCallFamily::kHermes:
-      return "hermes";
-    case ToolCallFamily::kLlama3:
-      return "llama3-json";
-    case ToolCallFamily::kMistral:
-      return "mistral";
-    case ToolCallFamily::kNone:
-      break;
-  }
-  return "none";
 }
 
 ToolCallScanner::ToolCallScanner(ToolCallFamily family)

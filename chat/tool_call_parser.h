@@ -1,5 +1,6 @@
 // Finding the tool calls in what a model writes. Each model family writes
-// them its own way, as its chat template teaches it:
+// them its own way, as its chat template teaches it (the markers are
+// defined once, in inference/sampling/tool_call_syntax.h):
 //   kHermes  (Qwen 2.5/3, Hermes):  <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
 //   kLlama3  (Llama 3.1/3.2):       {"name": ..., "parameters": {...}}   as the whole reply
 //                                   (after <|python_tag|>, a control token that decodes to "")
@@ -17,16 +18,15 @@
 #include <string_view>
 #include <vector>
 
-namespace ringlm {
+#include "inference/sampling/tool_call_syntax.h"
 
-enum class ToolCallFamily { kNone, kHermes, kLlama3, kMistral };
+namespace ringlm {
 
 // The family a Jinja chat template writes tool calls in, by its markers:
 // "<tool_call>" -> kHermes, "[TOOL_CALLS]" -> kMistral, "<|python_tag|>" or a
 // Llama 3 header template that mentions tools -> kLlama3; otherwise kNone (the
 // template cannot take tools).
 ToolCallFamily DetectToolCallFamily(std::string_view jinja_template);
-std::string_view ToolCallFamilyName(ToolCallFamily family);
 
 struct ParsedToolCall {
   std::string id;  // "call_" + 24 hex digits from the CSPRNG

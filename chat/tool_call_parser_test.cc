@@ -91,5 +91,27 @@ TEST(ToolCallParserTest, MistralArraysWithOrWithoutTheMarkerText) {
   EXPECT_EQ(Scan(text, {"Sure", "!"}), "Sure!");
 }
 
+// What the output constraint makes the model write (tool_call_syntax.h, as
+// output_constraint.cc builds it) is what the scanner takes as a call.
+TEST(ToolCallParserTest, TheConstrainedFormOfEveryFamilyParsesAsOneCall) {
+  for (ToolCallFamily family :
+       {ToolCallFamily::kHermes, ToolCallFamily::kLlama3, ToolCallFamily::kMistral}) {
+    const ToolCallSyntax* syntax = FindToolCallSyntax(family);
+    ASSERT_NE(syntax, nullptr);
+    const std::string written = std::string(syntax->call_open) + "get_weather\", \"" +
+                                std::string(syntax->args_key) + "\": {\"city\": \"Oslo\"}" +
+                                std::string(syntax->call_close);
+    ToolCallScanner scanner(family);
+    EXPECT_EQ(Scan(scanner, {written}), "") << syntax->name;
+    std::vector<ParsedToolCall> calls = scanner.TakeCalls();
+    ASSERT_EQ(calls.size(), 1u) << syntax->name << ": " << written;
+    EXPECT_EQ(calls[0].name, "get_weather");
+    EXPECT_EQ(calls[0].arguments, R"({"city":"Oslo"})");
+    EXPECT_EQ(FindToolCallSyntax(syntax->name), syntax);
+  }
+  EXPECT_EQ(FindToolCallSyntax(ToolCallFamily::kNone), nullptr);
+  EXPECT_EQ(ToolCallFamilyName(ToolCallFamily::kNone), "none");
+}
+
 }  // namespace
 }  // namespace ringlm

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "inference/grammar/json_schema.h"
+#include "inference/sampling/tool_call_syntax.h"
 
 namespace ringlm {
 namespace {
@@ -29,21 +30,6 @@ absl::Status Bad(std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("output constraint: ", std::string(why)));
 }
 
-// The literal text around a call in each family's syntax.
-struct CallSyntax {
-  std::string open;      // before the name
-  std::string args_key;  // "arguments" or "parameters"
-  std::string close;     // after the arguments
-};
-
-absl::StatusOr<CallSyntax> SyntaxOf(const std::string& family) {
-  if (family == "hermes")
-    return CallSyntax{"<tool_call>\n{\"name\": \"", "arguments", "}\n</tool_call>"};
-  if (family == "llama3-json") return CallSyntax{"{\"name\": \"", "parameters", "}"};
-  if (family == "mistral") return CallSyntax{"[{\"name\": \"", "arguments", "}]"};
-  return Bad(absl::StrCat("unknown tool-call family '", family, "'"));
-}
-
 absl::StatusOr<grammar::Grammar> CompileToolCall(const Json& spec) {
   const auto family = spec.find("family");
   const auto functions = spec.find("functions");
@@ -51,8 +37,10 @@ absl::StatusOr<grammar::Grammar> CompileToolCall(const Json& spec) {
       !functions->is_array() || functions->empty()) {
     return Bad("a tool_call needs a family and functions");
   }
-  absl::StatusOr<CallSyntax> syntax = SyntaxOf(family->get<std::string>());
-  if (!syntax.ok()) return syntax.status();
+  const ToolCallSyntax* syntax = FindToolCallSyntax(family->get<std::string>());
+  if (syntax == nullptr) {
+    return Bad(absl::StrCat("unknown tool-call family '", family->get<std::string>(), "'"));
+  }
   grammar::GrammarBuilder b(Options());
   std::vector<grammar::GrammarNode> calls;
   for (const Json& f : *functions) {
@@ -66,11 +54,12 @@ absl::StatusOr<grammar::Grammar> CompileToolCall(const Json& spec) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the parameters of '", name->get<std::string>(), "': ", args.status().message()));
     }
-    calls.push_back(b.Sequence(
-        {b.Literal(absl::StrCat(name->get<std::string>(), "\", \"", syntax->args_key, "\": ")),
-         *args}));
+    calls.push_back(b.Sequence({b.Literal(absl::StrCat(name->get<std::string>(), "\", \"",
+                                                       std::string(syntax->args_key), "\": ")),
+                                *args}));
   }
-  return b.Build(b.Sequence({b.Literal(syntax->open), b.Choice(calls), b.Literal(syntax->close)}));
+  return b.Build(b.Sequence({b.Literal(std::string(syntax->call_open)), b.Choice(calls),
+                             b.Literal(std::string(syntax->call_close))}));
 }
 
 }  // namespace
