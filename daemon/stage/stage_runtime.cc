@@ -67,6 +67,7 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       options_(options),
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
+      sampler_(model.tokenizer(), model.context_size(), options.max_samplers),
       sender_(RingSender::Limits{}),
       queue_(options.max_queued_steps, options.max_queued_bytes, options.queue_wait_seconds),
       worker_([this] { WorkerLoop(); }) {}
@@ -327,7 +328,7 @@ void StageRuntime::WorkerLoop() {
       absl::MutexLock lock(&mu_);
       forget.swap(to_forget_);
     }
-    for (const std::string& id : forget) samplers_.erase(id);
+    for (const std::string& id : forget) sampler_.Forget(id);
     const absl::Time start = absl::Now();
     RunBatch(batch);
     last_forward = absl::Now() - start;
@@ -451,112 +452,24 @@ void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
                                   const std::vector<float>& logits,
                                   std::span<const int32_t> history) {
-  const uint32_t n_positions = static_cast<uint32_t>(history.size());
-  const auto now = std::chrono::steady_clock::now();
-  if (samplers_.size() >= options_.max_samplers && samplers_.count(request.request_id()) == 0) {
-    // Full: the least recently used sampler goes (its request, if it is
-    // still running, rebuilds it exactly from the session below).
-    auto oldest = samplers_.begin();
-    for (auto it = samplers_.begin(); it != samplers_.end(); ++it) {
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
-    }
-    samplers_.erase(oldest);
-  }
-  auto it = samplers_.find(request.request_id());
-  if (it == samplers_.end()) {
-    RINGLM_ASSIGN_OR_RETURN(SamplerState fresh, NewSamplerState(request, history));
-    it = samplers_.emplace(request.request_id(), std::move(fresh)).first;
-  }
-  SamplerState& state = it->second;
-  state.last_used = now;
-  std::span<const float> choices = logits;
-  if (state.constrained != nullptr) {
-    masked_.assign(logits.begin(), logits.end());
-    RINGLM_RETURN_IF_ERROR(state.constrained->Mask(masked_));
-    choices = masked_;
-  }
-  const int32_t token = state.sampler->Sample(choices);
-  state.sampler->Accept(token);
-  if (state.constrained != nullptr) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
-
-  const uint32_t index = request.generated();
-  v1::DeliverTokenRequest deliver;
-  deliver.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
-  deliver.set_request_id(request.request_id());
-  deliver.set_token(token);
-  deliver.set_index(index);
-  if (request.logprobs().enabled()) {
-    *deliver.mutable_logprobs() = LogprobsToProto(
-        ComputeLogprobs(logits, token, static_cast<int32_t>(request.logprobs().top())));
-  }
-  if (!request.limits().ignore_eos() && model_.tokenizer().IsEndOfGeneration(token)) {
-    deliver.set_finish_reason(v1::FINISH_REASON_STOP);
-  } else if (static_cast<int64_t>(index) + 1 >= request.limits().max_tokens() ||
-             n_positions >= model_.context_size()) {
-    deliver.set_finish_reason(v1::FINISH_REASON_LENGTH);
-  }
+  RINGLM_ASSIGN_OR_RETURN(v1::DeliverTokenRequest deliver,
+                          sampler_.Sample(request, logits, history));
   const bool last = deliver.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  const int32_t token = deliver.token();
+  const uint32_t index = deliver.index();
   SendDelivery(request.origin(), std::move(deliver));
-  if (last) {
-    samplers_.erase(request.request_id());
-    return absl::OkStatus();
-  }
+  if (last) return absl::OkStatus();
   // The token goes around the ring at once, beside its delivery: if the
   // origin turns out to be gone or to want no more, Forget drops the
   // request here when that step comes back.
   v1::StageStepRequest next = NextStep(request, 0);
-  next.set_position(n_positions);
+  next.set_position(static_cast<uint32_t>(history.size()));
   next.add_tokens(token);
   next.set_sample(true);
   next.set_generated(index + 1);
   SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
            "sending the token to stage 0");
   return absl::OkStatus();
-}
-
-absl::StatusOr<StageRuntime::SamplerState> StageRuntime::NewSamplerState(
-    const v1::StageStepRequest& request, std::span<const int32_t> history) {
-  // A new request, or one that continues mid-reply (a replay on a new plan,
-  // or an evicted sampler): the reply so far is the last `generated`
-  // positions of the session, and the sampler and the grammar follow it
-  // token by token to where they were.
-  const uint32_t generated = request.generated();
-  if (generated > history.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the step claims ", generated, " generated tokens, the session holds ", history.size()));
-  }
-  const std::span<const int32_t> reply = history.subspan(history.size() - generated);
-  SamplerState state;
-  state.sampler = std::make_unique<Sampler>(SamplingFromProto(request.sampling()));
-  state.sampler->FastForward(reply);
-  if (!request.constraint().empty()) {
-    RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));
-    BuildGrammarVocabulary();
-    state.constrained =
-        std::make_unique<ConstrainedSampling>(grammar, grammar_vocabulary_, end_tokens_);
-    for (int32_t token : reply) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
-  }
-  return state;
-}
-
-void StageRuntime::BuildGrammarVocabulary() {
-  if (grammar_vocabulary_ != nullptr) return;
-  const Tokenizer& tokenizer = model_.tokenizer();
-  const Vocabulary& vocab = tokenizer.vocabulary();
-  // A constrained reply is text: control, unknown and unused tokens never
-  // appear in it (end-of-generation ones are the matcher's end tokens).
-  auto is_text = [&](int32_t id) {
-    const TokenType type = vocab.types[static_cast<size_t>(id)];
-    return type == TokenType::kNormal || type == TokenType::kUserDefined ||
-           type == TokenType::kByte;
-  };
-  grammar_vocabulary_ = MakeTokenVocabulary(
-      tokenizer.n_vocab(), [&](int32_t id) { return tokenizer.TokenToPiece(id); }, is_text);
-  auto ends = std::make_shared<std::vector<int32_t>>();
-  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
-    if (tokenizer.IsEndOfGeneration(id)) ends->push_back(id);
-  }
-  end_tokens_ = std::move(ends);
 }
 
 absl::StatusOr<SessionStore::Lease> StageRuntime::AcquireSession(

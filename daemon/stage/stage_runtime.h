@@ -20,6 +20,7 @@
 #include "daemon/rpc/caller.h"
 #include "daemon/rpc/transport.h"
 #include "daemon/stage/compute_lock.h"
+#include "daemon/stage/last_stage_sampler.h"
 #include "daemon/stage/ring_sender.h"
 #include "daemon/stage/step_queue.h"
 #include "daemon/stage/step_validator.h"
@@ -127,11 +128,6 @@ class StageRuntime : public LocalStage {
     std::unique_ptr<StageWeights> weights;
     std::unique_ptr<StageEngine> engine;
   };
-  struct SamplerState {
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<ConstrainedSampling> constrained;  // when the request has a constraint
-    std::chrono::steady_clock::time_point last_used;
-  };
   // What this node knows of a request id: whose it is, and whether its
   // origin cancelled it.
   struct RequestRecord {
@@ -155,14 +151,8 @@ class StageRuntime : public LocalStage {
   // must be held exactly, by digest; otherwise a cache-miss error.
   absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
                                                      const Bundle& bundle);
-  // The sampler (and grammar) of a request this node has none for, at the
-  // point the session's `history` puts it (worker thread).
-  absl::StatusOr<SamplerState> NewSamplerState(const v1::StageStepRequest& request,
-                                               std::span<const int32_t> history);
-  // Fills grammar_vocabulary_ and end_tokens_ once (worker thread).
-  void BuildGrammarVocabulary();
-  // Samples the next token from `logits`; `history` is the session's tokens
-  // (prompt and reply so far), from which a missing sampler is rebuilt.
+  // Samples the next token from `logits` (LastStageSampler), delivers it to
+  // the origin and, unless the request ends, sends it to stage 0.
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
                       std::span<const int32_t> history);
   // On the last stage, after a prompt chunk that samples nothing: tells the
@@ -216,13 +206,7 @@ class StageRuntime : public LocalStage {
   std::map<std::string, RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
   // Cancelled requests whose samplers the worker drops before its next batch.
   std::vector<std::string> to_forget_ ABSL_GUARDED_BY(mu_);
-  // Only the worker thread touches samplers.
-  std::map<std::string, SamplerState> samplers_;
-  // Built on the first constrained request (worker thread only): the
-  // vocabulary as grammar masks see it, and the end-of-generation ids.
-  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary_;
-  std::shared_ptr<const std::vector<int32_t>> end_tokens_;
-  std::vector<float> masked_;  // [vocab] scratch: the constrained logits
+  LastStageSampler sampler_;  // only the worker thread touches it
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};
   bool Allow(std::string_view kind) { return warnings_.Allow(kind); }
