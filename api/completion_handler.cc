@@ -69,9 +69,6 @@ std::vector<int32_t> CompletionHandler::Tokenize(std::vector<PromptSegment> segm
 
 absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
     const CompletionRequest& request) {
-  if (absl::Status ready = backend_.WaitUntilReady(std::chrono::seconds(2)); !ready.ok()) {
-    return absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
-  }
   const bool chat = request.kind != CompletionRequest::Kind::kText;
   GenerationStream::Params params;
   if (!request.tools.empty() && renderer_.tool_family() == ToolCallFamily::kNone) {

@@ -57,7 +57,7 @@ class FakeBackend : public GenerationBackend {
     absl::MutexLock lock(&mu_);
     chat_template_ = std::move(jinja);
   }
-  // How often the server asked Ready() (it does so only for admitted requests).
+  // How often readiness was asked: Ready(), or Submit, which checks it first.
   int ready_calls() const { return ready_calls_.load(); }
 
   std::vector<GenerationRequest> submitted() const {
@@ -73,7 +73,9 @@ class FakeBackend : public GenerationBackend {
 
   absl::StatusOr<std::unique_ptr<GenerationHandle>> Submit(
       GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) override {
+    ready_calls_++;
     absl::MutexLock lock(&mu_);
+    if (!ready_.ok()) return ready_;  // as ClusterBackend: a cluster that does not serve
     submitted_.push_back(request);
     FakeScript script = script_ ? script_(request) : FakeScript{};
     if (!script.submit_error.ok()) return script.submit_error;

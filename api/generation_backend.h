@@ -4,7 +4,6 @@
 #ifndef RINGLM_API_GENERATION_BACKEND_H_
 #define RINGLM_API_GENERATION_BACKEND_H_
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,20 +48,15 @@ class GenerationBackend {
  public:
   virtual ~GenerationBackend() = default;
 
-  // Unavailable when the cluster cannot serve the model now;
-  // ResourceExhausted when overloaded; InvalidArgument for a bad request
-  // (e.g. the prompt does not fit the context).
+  // Unavailable when the cluster cannot serve the model (a settling
+  // cluster is awaited here, briefly: the one wait for readiness on a
+  // request's path); ResourceExhausted when overloaded; InvalidArgument for
+  // a bad request (e.g. the prompt does not fit the context).
   virtual absl::StatusOr<std::unique_ptr<GenerationHandle>> Submit(
       GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) = 0;
 
   // Whether Submit can succeed now, and why not (for /health: no waiting).
   virtual absl::Status Ready() const = 0;
-  // Ready(), allowing up to `patience` for a cluster that is settling (a
-  // re-partition takes a health round or two). Requests wait; /health does not.
-  virtual absl::Status WaitUntilReady(std::chrono::milliseconds patience) const {
-    (void)patience;
-    return Ready();
-  }
   // Drops a kept session on every stage (an eviction from the session map).
   virtual void DropSession(const std::string& session_id) = 0;
 

@@ -38,23 +38,20 @@ class OriginHandle : public GenerationHandle {
 
 }  // namespace
 
-ClusterBackend::ClusterBackend(Node& node) : node_(node) {}
+ClusterBackend::ClusterBackend(ClusterBackendParts parts) : parts_(std::move(parts)) {}
 
 absl::Status ClusterBackend::Ready() const {
   // The truth now, without waiting: every member of the plan answered its
   // latest authenticated health call with the same partition (/health).
-  return node_.WaitUntilServing(std::chrono::milliseconds(0));
-}
-
-absl::Status ClusterBackend::WaitUntilReady(std::chrono::milliseconds patience) const {
-  return node_.WaitUntilServing(patience);
+  return parts_.serving();
 }
 
 absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     GenerationRequest request, std::function<void(const GenerationEvent&)> on_event) {
-  RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(request)));
+  OriginRegistry& origin = *parts_.origin;
+  RINGLM_ASSIGN_OR_RETURN(OriginRequest r, origin.Prepare(std::move(request)));
   const std::string id = r.request_id;
-  RINGLM_RETURN_IF_ERROR(node_.origin().Start(std::move(r), [on_event](const OriginEvent& e) {
+  RINGLM_RETURN_IF_ERROR(origin.Start(std::move(r), [on_event](const OriginEvent& e) {
     GenerationEvent g;
     g.has_token = e.has_token;
     g.token = e.token;
@@ -64,17 +61,17 @@ absl::StatusOr<std::unique_ptr<GenerationHandle>> ClusterBackend::Submit(
     g.logprobs = e.logprobs;
     on_event(g);
   }));
-  return std::make_unique<OriginHandle>(node_.origin(), id);
+  return std::make_unique<OriginHandle>(origin, id);
 }
 
 void ClusterBackend::DropSession(const std::string& session_id) {
-  node_.origin().DropSessionEverywhere(node_.cluster().current()->plan, session_id);
+  parts_.origin->DropSessionEverywhere(parts_.cluster()->plan, session_id);
 }
 
-const Tokenizer& ClusterBackend::tokenizer() const { return node_.model().tokenizer(); }
+const Tokenizer& ClusterBackend::tokenizer() const { return parts_.model->tokenizer(); }
 
 std::string ClusterBackend::model_id() const {
-  std::string name = node_.model().path();
+  std::string name = parts_.model->path();
   if (size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
   if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") {
     name = name.substr(0, name.size() - 5);
@@ -83,15 +80,15 @@ std::string ClusterBackend::model_id() const {
 }
 
 std::string ClusterBackend::chat_template() const {
-  absl::StatusOr<std::string> t = node_.model().file().GetString("tokenizer.chat_template");
+  absl::StatusOr<std::string> t = parts_.model->file().GetString("tokenizer.chat_template");
   return t.ok() ? *t : "";
 }
 
-uint32_t ClusterBackend::context_size() const { return node_.model().context_size(); }
+uint32_t ClusterBackend::context_size() const { return parts_.model->context_size(); }
 
 std::string ClusterBackend::TopologyJson() const {
   using nlohmann::json;
-  std::shared_ptr<const ClusterSnapshot> snap = node_.cluster().current();
+  std::shared_ptr<const ClusterSnapshot> snap = parts_.cluster();
   json nodes = json::array();
   auto layers_of = [&](const std::string& id) -> json {
     for (const Stage& s : snap->partition.stages) {
@@ -99,11 +96,11 @@ std::string ClusterBackend::TopologyJson() const {
     }
     return nullptr;
   };
-  nodes.push_back({{"node_id", node_.node_id()},
-                   {"address", node_.address()},
+  nodes.push_back({{"node_id", parts_.node_id},
+                   {"address", parts_.address()},
                    {"self", true},
-                   {"usable_memory_mb", node_.capabilities().usable_memory_bytes >> 20},
-                   {"layers", layers_of(node_.node_id())}});
+                   {"usable_memory_mb", parts_.usable_memory_bytes >> 20},
+                   {"layers", layers_of(parts_.node_id)}});
   for (const PeerInfo& p : snap->peers) {
     nodes.push_back({{"node_id", p.node_id},
                      {"address", p.address},
@@ -112,8 +109,8 @@ std::string ClusterBackend::TopologyJson() const {
                      {"layers", layers_of(p.node_id)}});
   }
   json out = {{"model", model_id()},
-              {"security", node_.security_mode()},
-              {"n_layers", node_.model().config().n_layer},
+              {"security", parts_.security_mode},
+              {"n_layers", parts_.model->config().n_layer},
               {"epoch", snap->epoch},
               {"ready", snap->has_plan()},
               {"nodes", nodes}};

@@ -1,6 +1,7 @@
 // A ringlm node: one per machine. Serves the RingNode gRPC service, finds
 // peers, holds its layer range, runs its stage of every request, and starts
-// requests for clients that call Generate.
+// requests for clients that call Generate. This is the wiring of the parts
+// that do those things (daemon/ and its subfolders).
 #ifndef RINGLM_DAEMON_NODE_H_
 #define RINGLM_DAEMON_NODE_H_
 
@@ -11,17 +12,18 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "daemon/call_slots.h"
+#include "daemon/cluster_backend.h"
+#include "daemon/layer_range_keeper.h"
 #include "daemon/membership/cluster_view.h"
 #include "daemon/metrics_server.h"
-#include "daemon/model_fetch/layer_fetcher.h"
-#include "daemon/model_fetch/model_bootstrap.h"
 #include "daemon/model_fetch/model_share.h"
 #include "daemon/node_metrics.h"
+#include "daemon/node_service.h"
 #include "daemon/origin/origin.h"
+#include "daemon/pinned_members.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/transport.h"
 #include "daemon/stage/stage_runtime.h"
@@ -87,11 +89,20 @@ struct NodeOptions {
   bool metrics_port_is_default = false;
 };
 
-// Owns the model mapping, thread pool, discovery, cluster view, stage
-// runtime, origin registry and gRPC server. Start once, Stop once (also run
-// by the destructor). Thread-safe accessors. With a cluster key, the gRPC
-// server speaks mutual TLS only, announcements are authenticated, and the
-// transport dials proven members only (docs/security.md).
+// Node
+//
+// Purpose: the daemon's composition root. Create makes the parts (the model
+// mapping and what serves it to members, the thread pool, the peer client,
+// discovery); Start makes the rest (stage runtime, origin registry, layer
+// range keeper, gRPC service and server, cluster view, gauges, /metrics),
+// hands each part exactly what it uses, and starts them; Stop stops them.
+// Nothing reaches through it: ringlmd's main gets the metrics registry and
+// the parts the HTTP API's backend uses, nothing else.
+// Security: with a cluster key, the gRPC server speaks mutual TLS only,
+// announcements are authenticated, and the transport dials proven members
+// only (docs/security.md).
+// Ownership: owns every part. Thread-safety: Start once, then Stop once
+// (also run by the destructor); the accessors are thread-safe after Start.
 class Node {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(NodeOptions options);
@@ -100,98 +111,68 @@ class Node {
   // Binds the gRPC server, then starts discovery and the cluster view.
   absl::Status Start();
   void Stop();
-  // False until Start has wired everything; handlers answer UNAVAILABLE.
-  bool ready() const { return ready_.load(); }
 
-  const std::string& node_id() const { return node_id_; }
-  uint16_t grpc_port() const { return grpc_port_; }
-  std::string address() const;
-  const Model& model() const { return *model_; }
-  const DeviceCapabilities& capabilities() const { return caps_; }
-  const NodeOptions& options() const { return options_; }
-  uint64_t instance_id() const { return instance_id_; }
-  ClusterView& cluster() { return *cluster_; }
-  StageRuntime& stage() { return *stage_; }
-  OriginRegistry& origin() { return *origin_; }
-  DiscoveryService& discovery() { return *discovery_; }
-  PeerClient& peers() { return *client_; }
-  // What this node serves to members that fetch the model.
-  ModelShare& share() { return *share_; }
-  v1::NodeState state() const;
-  // OK when the cluster has a plan every stage agrees on; waits up to
-  // `patience` for that (nodes settle within a health interval or two),
-  // then Unavailable with the reason.
-  absl::Status WaitUntilServing(std::chrono::milliseconds patience = std::chrono::seconds(5));
-  NodeMetrics& metrics() { return *metrics_; }
-  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+  // The registry of the node's metrics, for what the daemon serves beside
+  // it (the API's admission metrics). Lives as long as the node.
+  MetricsRegistry& metrics_registry() { return metrics_->registry; }
 
-  // Security: whether the node runs with a cluster key, as "mutual-tls" or
-  // "insecure", and the key's public label (empty when insecure).
-  bool secure() const { return identity_.has_value(); }
-  std::string security_mode() const { return secure() ? "mutual-tls" : "insecure"; }
-  const std::string& cluster_id() const { return cluster_id_; }
-  const std::string& api_key() const { return options_.api_key; }
-  // True when `node_id` is this node with its own key, or a proven peer
-  // whose pinned certificate key has this SPKI fingerprint.
-  bool IsPinnedMember(const std::string& node_id, const std::string& spki) const;
-  // A slot for one Generate call; false when all are taken.
-  bool BeginGenerateCall();
-  void EndGenerateCall();
+  // What the HTTP API's backend uses of this node; valid after Start, for
+  // as long as the node lives.
+  ClusterBackendParts BackendParts();
 
  private:
+  // OK when the cluster has a plan every stage agrees on; waits up to
+  // `patience` for that (nodes settle within a health interval or two),
+  // then Unavailable with the reason (also while the node is starting).
+  absl::Status WaitUntilServing(std::chrono::milliseconds patience = std::chrono::seconds(5));
+
   explicit Node(NodeOptions options);
-  // Finds the cluster's model and opens the partial copy (model_from_peers).
-  absl::StatusOr<BootstrappedModel> Bootstrap(const std::string& state_dir);
-  void OnPartition(std::shared_ptr<const ClusterSnapshot> snapshot);
-  // Takes this node's layers of `snapshot` (all tensors present), unless a
-  // newer partition came meanwhile.
-  void TakeRange(const std::shared_ptr<const ClusterSnapshot>& snapshot);
-  // Indices into the model's tensor table of the tensors `weights` reads.
-  std::vector<size_t> TensorIndices(const StageWeights& weights) const;
-  // Tensors of `range` the partial copy does not hold yet.
-  std::vector<size_t> MissingTensors(LayerRange range) const;
-  absl::Status RegisterGauges();
-  // For recovering requests: the next plan every node agrees on that names
-  // none of `avoid` (OriginClusterHooks::await_plan).
-  absl::StatusOr<v1::Plan> AwaitPlan(const std::vector<std::string>& avoid,
-                                     std::chrono::steady_clock::time_point deadline) const;
+  // "host:port" that other nodes dial.
+  std::string address() const;
+  // "mutual-tls" with a cluster key, else "insecure".
+  std::string security_mode() const { return identity_ ? "mutual-tls" : "insecure"; }
+  // Opens the model (from the file, or from the members with
+  // model_from_peers) and what serves it to members that fetch it.
+  absl::Status OpenModel(const std::string& state_dir);
+  // The stage runtime, origin registry and layer range keeper, and the
+  // transport between them and the other nodes.
+  void MakeRing();
+  // Binds the gRPC server with the service over this node's parts.
+  absl::Status StartServer();
+  NodeServiceParts ServiceParts();
 
   NodeOptions options_;
   std::string node_id_;
   uint64_t instance_id_ = 0;
+  std::optional<TlsIdentity> identity_;  // nullopt = insecure
+  std::string cluster_id_;
+  std::string announce_mac_key_;
   DeviceCapabilities caps_;
   std::unique_ptr<NodeMetrics> metrics_;
   std::shared_ptr<ModelCache> model_cache_;  // with model_from_peers only
   std::unique_ptr<Model> model_;
   std::unique_ptr<ModelShare> share_;
-  std::unique_ptr<LayerFetcher> fetcher_;  // with model_from_peers only
-  // Serialises taking a layer range (cluster thread, fetcher thread).
-  absl::Mutex range_mu_;
-  uint64_t latest_epoch_ ABSL_GUARDED_BY(range_mu_) = 0;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<ComputeLock> compute_lock_;  // null: no turns
   std::unique_ptr<PeerClient> client_;
   std::unique_ptr<DiscoveryService> discovery_;
+  std::unique_ptr<PinnedMembers> pinned_members_;
+  std::unique_ptr<CallSlots> generate_slots_;
   std::unique_ptr<MemberTransport> transport_;
   std::unique_ptr<StageRuntime> stage_;
   std::unique_ptr<OriginRegistry> origin_;
+  std::unique_ptr<LayerRangeKeeper> range_keeper_;
   std::unique_ptr<ClusterView> cluster_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_server_;
-  std::optional<TlsIdentity> identity_;  // nullopt = insecure
-  std::string cluster_id_;
-  std::string announce_mac_key_;
-  std::atomic<int> generate_calls_{0};
-  uint16_t grpc_port_ = 0;
+  // Written once by Start before ready_ (the port as soon as it is bound:
+  // Health reads it before then).
+  std::atomic<uint16_t> grpc_port_{0};
   std::string advertise_host_;
-  std::atomic<bool> ready_{false};
+  std::atomic<bool> ready_{false};  // every part is wired (handlers check it)
   std::atomic<bool> stopped_{false};
-  std::atomic<v1::NodeState> state_{v1::NODE_STATE_STARTING};
 };
-
-// The gRPC service of a node (node_service.cc).
-std::unique_ptr<grpc::Service> MakeNodeService(Node& node);
 
 }  // namespace ringlm
 

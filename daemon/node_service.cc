@@ -1,5 +1,7 @@
 // The RingNode gRPC service: thin handlers that check the request, hand it
-// to the node's parts, and map absl::Status onto gRPC once (ToGrpc).
+// to the part that serves it, and map absl::Status onto gRPC once (ToGrpc).
+#include "daemon/node_service.h"
+
 #include <deque>
 
 #include "absl/strings/match.h"
@@ -7,9 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "base/log_rate_limiter.h"
 #include "base/status_macros.h"
-#include "daemon/node.h"
+#include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/proto_convert.h"
+#include "inference/kv_cache.h"
 #include "security/crypto.h"
+#include "security/tls_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -39,8 +43,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
  public:
   // `admitted` is false when the call was refused before it began (not
   // authorized, or too many calls): then `refusal` is its answer.
-  GenerateReactor(Node& node, const v1::GenerateRequest& request, absl::Status refusal)
-      : node_(node), stream_(std::make_shared<Stream>()), decoder_(node.model().tokenizer()) {
+  // `parts` must outlive the reactor (the service's do).
+  GenerateReactor(const NodeServiceParts& parts, const v1::GenerateRequest& request,
+                  absl::Status refusal)
+      : parts_(parts), stream_(std::make_shared<Stream>()), decoder_(parts.model->tokenizer()) {
     stream_->reactor = this;
     counted_ = refusal.ok();
     absl::Status s = refusal.ok() ? Begin(request) : refusal;
@@ -66,11 +72,11 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       }
       MaybeWriteLocked();
     }
-    if (cancel) node_.origin().Cancel(request_id_);
+    if (cancel) parts_.origin->Cancel(request_id_);
   }
 
   void OnCancel() override {
-    if (!request_id_.empty()) node_.origin().Cancel(request_id_);
+    if (!request_id_.empty()) parts_.origin->Cancel(request_id_);
   }
 
   void OnDone() override {
@@ -78,7 +84,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
       absl::MutexLock lock(&stream_->mu);
       stream_->reactor = nullptr;
     }
-    if (counted_) node_.EndGenerateCall();
+    if (counted_) parts_.generate_slots->Release();
     delete this;
   }
 
@@ -89,21 +95,21 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
   };
 
   absl::Status Begin(const v1::GenerateRequest& request) {
-    if (!node_.ready()) return absl::UnavailableError("the node is starting");
+    if (!parts_.ready()) return absl::UnavailableError("the node is starting");
     if (absl::Status s = CheckVersion(request.protocol_version()); !s.ok()) return s;
-    const Model& model = node_.model();
+    const Model& model = *parts_.model;
     std::vector<int32_t> prompt(request.prompt_ids().begin(), request.prompt_ids().end());
     if (prompt.empty()) {
       prompt = model.tokenizer().Encode(request.prompt(), /*add_special=*/true,
                                         /*parse_special=*/false);
     }
-    NewRequest n;
-    n.prompt = std::move(prompt);
-    n.sampling = SamplingFromProto(request.sampling());
-    n.max_tokens = request.limits().max_tokens();
-    n.ignore_eos = request.limits().ignore_eos();
-    n.f16_hidden = request.hidden_dtype() == v1::DTYPE_F16;
-    RINGLM_ASSIGN_OR_RETURN(OriginRequest r, node_.origin().Prepare(std::move(n)));
+    GenerationRequest generation;
+    generation.prompt = std::move(prompt);
+    generation.sampling = SamplingFromProto(request.sampling());
+    generation.max_tokens = request.limits().max_tokens();
+    generation.ignore_eos = request.limits().ignore_eos();
+    generation.f16_hidden = request.hidden_dtype() == v1::DTYPE_F16;
+    RINGLM_ASSIGN_OR_RETURN(OriginRequest r, parts_.origin->Prepare(std::move(generation)));
     request_id_ = r.request_id;
 
     v1::GenerateEvent first;
@@ -118,7 +124,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     std::shared_ptr<Stream> stream = stream_;
     // `stream->mu` is the reactor's `stream_->mu` (the same Stream), which
     // the analysis cannot see through the pointer.
-    return node_.origin().Start(std::move(r),
+    return parts_.origin->Start(std::move(r),
                                 [stream](const OriginEvent& e) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                                   absl::MutexLock lock(&stream->mu);
                                   if (stream->reactor != nullptr) {
@@ -162,7 +168,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     }
   }
 
-  Node& node_;
+  const NodeServiceParts& parts_;
   std::shared_ptr<Stream> stream_;
   bool counted_ = false;  // holds one of the node's Generate slots
   std::string request_id_;
@@ -176,10 +182,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
 
 // Every handler first establishes who calls (Authenticate: a verified
 // cluster certificate, else UNAUTHENTICATED) and what that caller may do
-// (docs/security.md), then hands the call to the node's parts.
+// (docs/security.md), then hands the call to the part that serves it.
 class NodeService final : public v1::RingNode::CallbackService {
  public:
-  explicit NodeService(Node& node) : node_(node) {}
+  explicit NodeService(NodeServiceParts parts) : parts_(std::move(parts)) {}
 
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
                                    const v1::HealthRequest* request,
@@ -188,15 +194,15 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) {
       reply->set_protocol_version(kVersion);
-      reply->set_node_id(node_.node_id());
-      reply->set_model_fingerprint(node_.model().fingerprint());
-      *reply->mutable_capabilities() = CapabilitiesToProto(node_.capabilities());
-      reply->set_state(node_.state());
-      reply->set_grpc_port(node_.grpc_port());
-      reply->set_instance_id(node_.instance_id());
-      reply->set_security(node_.security_mode());
-      reply->set_cluster_id(node_.cluster_id());
-      if (node_.ready()) reply->set_partition(node_.cluster().applied_partition());
+      reply->set_node_id(parts_.node_id);
+      reply->set_model_fingerprint(parts_.model->fingerprint());
+      *reply->mutable_capabilities() = CapabilitiesToProto(parts_.capabilities);
+      reply->set_state(parts_.state());
+      reply->set_grpc_port(parts_.grpc_port());
+      reply->set_instance_id(parts_.instance_id);
+      reply->set_security(parts_.security_mode);
+      reply->set_cluster_id(parts_.cluster_id);
+      if (parts_.ready()) reply->set_partition(parts_.applied_partition());
     }
     return Done(ctx, s);
   }
@@ -217,7 +223,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     absl::StatusOr<Caller> caller = Member(ctx);
     absl::Status s = caller.status();
     if (s.ok()) s = Ready();
-    if (s.ok()) s = node_.stage().Enqueue(*request, *caller);
+    if (s.ok()) s = parts_.stage->Enqueue(*request, *caller);
     if (!s.ok() && s.code() != absl::StatusCode::kUnauthenticated && warnings_.Allow("step")) {
       spdlog::warn("rejected a step of request {} from {}: {}", request->request_id().substr(0, 64),
                    ctx->peer(), s.ToString());
@@ -234,7 +240,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
     if (s.ok()) {
-      absl::StatusOr<bool> stop = node_.origin().Deliver(*request, caller->node_id);
+      absl::StatusOr<bool> stop = parts_.origin->Deliver(*request, caller->node_id);
       s = stop.status();
       if (stop.ok()) reply->set_cancel(*stop);
     }
@@ -252,7 +258,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     absl::Status s = caller.status();
     if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
-    if (s.ok()) s = node_.stage().Cancel(request->request_id(), *caller);
+    if (s.ok()) s = parts_.stage->Cancel(request->request_id(), *caller);
     reply->set_protocol_version(kVersion);
     return Done(ctx, s);
   }
@@ -275,11 +281,11 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
     if (s.ok() && request->all()) {
-      absl::StatusOr<size_t> dropped = node_.stage().DropAllSessions(*caller);
+      absl::StatusOr<size_t> dropped = parts_.stage->DropAllSessions(*caller);
       s = dropped.status();
       if (dropped.ok()) reply->set_dropped(*dropped > 0);
     } else if (s.ok()) {
-      absl::StatusOr<bool> dropped = node_.stage().DropSession(request->session_id(), *caller);
+      absl::StatusOr<bool> dropped = parts_.stage->DropSession(request->session_id(), *caller);
       s = dropped.status();
       if (dropped.ok()) reply->set_dropped(*dropped);
     }
@@ -294,7 +300,7 @@ class NodeService final : public v1::RingNode::CallbackService {
                                      v1::GetModelReply* reply) override {
     absl::Status s = ClusterNode(ctx);
     if (s.ok()) s = CheckVersion(request->protocol_version());
-    if (s.ok()) ServeGetModel(&node_.share(), *request, reply, &s);
+    if (s.ok()) ServeGetModel(parts_.share, *request, reply, &s);
     return Done(ctx, s);
   }
 
@@ -302,32 +308,32 @@ class NodeService final : public v1::RingNode::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::FetchTensorRequest* request) override {
     absl::Status s = ClusterNode(ctx);
     if (s.ok()) s = CheckVersion(request->protocol_version());
-    return ServeFetchTensor(&node_.share(), *request, s, node_.metrics().share);
+    return ServeFetchTensor(parts_.share, *request, s, parts_.share_metrics);
   }
 
   grpc::ServerWriteReactor<v1::GenerateEvent>* Generate(
       grpc::CallbackServerContext* ctx, const v1::GenerateRequest* request) override {
     absl::Status s = Authenticate(ctx).status();
     // Without a cluster certificate, the API key admits a client.
-    if (!s.ok() && !node_.api_key().empty() &&
-        ConstantTimeEquals(BearerToken(*ctx), node_.api_key())) {
+    if (!s.ok() && !parts_.api_key.empty() &&
+        ConstantTimeEquals(BearerToken(*ctx), parts_.api_key)) {
       s = absl::OkStatus();
     }
-    if (s.ok() && !node_.BeginGenerateCall()) {
+    if (s.ok() && !parts_.generate_slots->TryAcquire()) {
       s = absl::ResourceExhaustedError("too many Generate calls are running on this node");
     }
-    return new GenerateReactor(node_, *request, s);
+    return new GenerateReactor(parts_, *request, s);
   }
 
  private:
   absl::Status Ready() const {
-    return node_.ready() ? absl::OkStatus() : absl::UnavailableError("the node is starting");
+    return parts_.ready() ? absl::OkStatus() : absl::UnavailableError("the node is starting");
   }
 
   // Who calls. With a cluster key: the subject of a verified certificate of
   // this cluster, else UNAUTHENTICATED. Insecure: whatever the caller claims.
   absl::StatusOr<Caller> Authenticate(grpc::CallbackServerContext* ctx) const {
-    if (!node_.secure()) {
+    if (!parts_.secure) {
       auto it = ctx->client_metadata().find(kClaimedNodeMetadata);
       if (it == ctx->client_metadata().end()) return Caller{Caller::Role::kClient, "", false, ""};
       return Caller{Caller::Role::kNode, std::string(it->second.data(), it->second.size()), false,
@@ -354,19 +360,24 @@ class NodeService final : public v1::RingNode::CallbackService {
 
   // A node of the cluster whose certificate key is the one pinned for its
   // id (or this node itself): the only callers of the ring's methods.
+  // Insecure, membership is the cluster view's, which a starting node does
+  // not have yet: UNAVAILABLE until it is ready.
   absl::StatusOr<Caller> Member(grpc::CallbackServerContext* ctx) const {
     absl::StatusOr<Caller> caller = Authenticate(ctx);
     if (!caller.ok()) return caller;
     if (!caller->is_node()) {
       return absl::PermissionDeniedError("clients may not call the ring's methods");
     }
-    if (node_.secure()) {
-      if (!node_.IsPinnedMember(caller->node_id, caller->spki_fingerprint)) {
+    if (parts_.secure) {
+      if (!parts_.is_pinned_member(caller->node_id, caller->spki_fingerprint)) {
         return absl::PermissionDeniedError(absl::StrCat(
             "node ", caller->node_id, " is not a proven member of this node's cluster view"));
       }
-    } else if (!node_.cluster().IsMember(caller->node_id)) {
-      return absl::PermissionDeniedError(absl::StrCat("node ", caller->node_id, " is unknown"));
+    } else {
+      RINGLM_RETURN_IF_ERROR(Ready());
+      if (!parts_.is_member(caller->node_id)) {
+        return absl::PermissionDeniedError(absl::StrCat("node ", caller->node_id, " is unknown"));
+      }
     }
     return caller;
   }
@@ -380,7 +391,7 @@ class NodeService final : public v1::RingNode::CallbackService {
   // Counts and sizes only: session ids are the capabilities of the heads
   // that made them, and are never listed.
   void FillCacheStats(v1::CacheStatsReply* reply) const {
-    const SessionStoreStats stats = node_.stage().sessions().Stats();
+    const SessionStoreStats stats = parts_.stage->sessions().Stats();
     reply->set_protocol_version(kVersion);
     reply->set_budget_bytes(stats.budget_bytes);
     reply->set_used_bytes(stats.used_bytes);
@@ -390,8 +401,8 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_shared_blocks(stats.shared_blocks);
     reply->set_evicted_blocks(stats.evicted_blocks);
     reply->set_block_tokens(kKvBlockTokens);
-    if (std::optional<LayerRange> r = node_.stage().range()) {
-      reply->set_bytes_per_token(uint64_t{r->size()} * node_.model().config().n_embd_kv() * 4);
+    if (std::optional<LayerRange> r = parts_.stage->range()) {
+      reply->set_bytes_per_token(uint64_t{r->size()} * parts_.model->config().n_embd_kv() * 4);
     }
     for (const SessionInfo& info : stats.sessions) {
       v1::SessionStats* s = reply->add_sessions();
@@ -403,20 +414,21 @@ class NodeService final : public v1::RingNode::CallbackService {
   }
 
   void FillTopology(v1::TopologyReply* reply) const {
-    std::shared_ptr<const ClusterSnapshot> snap = node_.cluster().current();
+    std::shared_ptr<const ClusterSnapshot> snap = parts_.cluster();
+    const v1::NodeState state = parts_.state();
     reply->set_protocol_version(kVersion);
-    reply->set_node_id(node_.node_id());
-    reply->set_state(node_.state());
-    reply->set_security(node_.security_mode());
-    reply->set_cluster_id(node_.cluster_id());
+    reply->set_node_id(parts_.node_id);
+    reply->set_state(state);
+    reply->set_security(parts_.security_mode);
+    reply->set_cluster_id(parts_.cluster_id);
     const auto now = std::chrono::steady_clock::now();
     v1::PeerView* self = reply->add_peers();
-    self->set_node_id(node_.node_id());
-    self->set_address(node_.address());
-    *self->mutable_capabilities() = CapabilitiesToProto(node_.capabilities());
+    self->set_node_id(parts_.node_id);
+    self->set_address(parts_.address());
+    *self->mutable_capabilities() = CapabilitiesToProto(parts_.capabilities);
     self->set_is_self(true);
-    self->set_state(node_.state());
-    for (const PeerInfo& p : node_.discovery().peers().VerifiedSnapshot()) {
+    self->set_state(state);
+    for (const PeerInfo& p : parts_.peers->VerifiedSnapshot()) {
       v1::PeerView* v = reply->add_peers();
       v->set_node_id(p.node_id);
       v->set_address(p.address);
@@ -427,7 +439,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (snap->has_plan()) *reply->mutable_plan() = snap->plan;
     for (const std::string& id : snap->partition.idle_node_ids) reply->add_idle_node_ids(id);
     if (!snap->status.ok()) reply->set_partition_error(std::string(snap->status.message()));
-    const Model& m = node_.model();
+    const Model& m = *parts_.model;
     v1::ModelInfo* info = reply->mutable_model();
     info->set_file_name(BaseName(m.path()));
     info->set_fingerprint(m.fingerprint());
@@ -438,7 +450,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     info->set_n_vocab(m.config().n_vocab);
     info->set_context_size(m.context_size());
     FillCacheStats(reply->mutable_cache());
-    reply->set_metrics(node_.metrics().registry.RenderPrometheusText());
+    reply->set_metrics(parts_.metrics->RenderPrometheusText());
   }
 
   static std::string BaseName(const std::string& path) {
@@ -446,14 +458,14 @@ class NodeService final : public v1::RingNode::CallbackService {
     return slash == std::string::npos ? path : path.substr(slash + 1);
   }
 
-  Node& node_;
+  const NodeServiceParts parts_;
   mutable LogRateLimiter warnings_{std::chrono::seconds(10)};
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeNodeService(Node& node) {
-  return std::make_unique<NodeService>(node);
+std::unique_ptr<grpc::Service> MakeNodeService(NodeServiceParts parts) {
+  return std::make_unique<NodeService>(std::move(parts));
 }
 
 }  // namespace ringlm

@@ -371,9 +371,9 @@ int Main(int argc, char** argv) {
   std::unique_ptr<ClusterBackend> backend;
   std::unique_ptr<ApiServer> api;
   if (api_options->has_value()) {
-    backend = std::make_unique<ClusterBackend>(**node);
+    backend = std::make_unique<ClusterBackend>((*node)->BackendParts());
     absl::StatusOr<AdmissionMetrics> admission_metrics =
-        RegisterAdmissionMetrics((*node)->metrics().registry);
+        RegisterAdmissionMetrics((*node)->metrics_registry());
     if (!admission_metrics.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", admission_metrics.status().ToString().c_str());
       return 1;
