@@ -13,20 +13,21 @@
 namespace ringlm {
 namespace {
 
-// The header fields every step of a request repeats.
-v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_index) {
+// The header of the request's next step, to stage `stage_index`: with the
+// request's parts when that stage may not hold them yet, else without.
+v1::StageStepRequest NextStep(const v1::StageStepRequest& from, uint32_t stage_index,
+                              bool with_parts) {
   v1::StageStepRequest next;
   next.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   next.set_request_id(from.request_id());
   next.set_session_id(from.session_id());
-  *next.mutable_plan() = from.plan();
   next.set_stage_index(stage_index);
   next.set_origin(from.origin());
-  *next.mutable_sampling() = from.sampling();
-  *next.mutable_limits() = from.limits();
-  *next.mutable_logprobs() = from.logprobs();
-  next.set_constraint(from.constraint());
-  next.set_wire_dtype(from.wire_dtype());
+  if (with_parts) {
+    CopyParts(from, next);
+  } else {
+    next.set_parts_omitted(true);
+  }
   return next;
 }
 
@@ -67,6 +68,7 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       options_(options),
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
+      parts_(options.max_parts_bytes),
       sampler_(model.tokenizer(), model.context_size(), options.max_samplers),
       sender_(RingSender::Limits{}),
       queue_(options.max_queued_steps, options.max_queued_bytes, options.queue_wait_seconds),
@@ -131,6 +133,12 @@ std::shared_ptr<const StageRuntime::Bundle> StageRuntime::BundleFor(uint32_t fir
 }
 
 absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& caller) {
+  if (request.parts_omitted()) {
+    absl::MutexLock lock(&mu_);
+    auto it = requests_.find(request.request_id());
+    if (it != requests_.end() && it->second.cancelled) return absl::OkStatus();  // a late step
+    RINGLM_RETURN_IF_ERROR(parts_.Fill(request));
+  }
   RINGLM_RETURN_IF_ERROR(ValidateStageStep(request, limits_));
   RINGLM_RETURN_IF_ERROR(Authorize(request, caller));
   // Well-formed and allowed; now, does this node hold the plan's layers?
@@ -145,6 +153,7 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& c
   {
     absl::MutexLock lock(&mu_);
     RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request.request_id(), request.origin(), false));
+    if (!request.parts_omitted()) RINGLM_RETURN_IF_ERROR(parts_.Keep(request));
   }
   if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
   if (!queue_.Push(std::move(request))) {
@@ -208,6 +217,7 @@ absl::Status StageRuntime::Cancel(const std::string& request_id, const Caller& c
   // An unknown id is recorded as the caller's: its steps, if any come,
   // must then be the caller's own.
   RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request_id, caller.node_id, true));
+  parts_.Drop(request_id);
   // Its sampler goes before the next batch (past the bound, LRU eviction
   // takes it eventually; its steps are skipped either way).
   if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
@@ -237,6 +247,7 @@ bool StageRuntime::IsCancelled(const std::string& request_id) const {
 void StageRuntime::Forget(const std::string& request_id, const std::string& origin) {
   absl::MutexLock lock(&mu_);
   (void)RecordRequestLocked(request_id, origin, /*cancel=*/true);
+  parts_.Drop(request_id);
   if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
 }
 
@@ -420,7 +431,8 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
   const uint32_t index = request.stage_index();
   if (!bundle.weights->is_last()) {
     const uint64_t n = request.tokens_size();
-    v1::StageStepRequest next = NextStep(request, index + 1);
+    // The next stage holds the parts if this one got them earlier.
+    v1::StageStepRequest next = NextStep(request, index + 1, !request.parts_omitted());
     next.set_position(request.position());
     next.set_reuse_len(request.reuse_len());  // every stage checks the claimed prefix
     next.set_reuse_digest(request.reuse_digest());
@@ -458,11 +470,16 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   const int32_t token = deliver.token();
   const uint32_t index = deliver.index();
   SendDelivery(request.origin(), std::move(deliver));
-  if (last) return absl::OkStatus();
+  if (last) {
+    absl::MutexLock lock(&mu_);
+    parts_.Drop(request.request_id());  // the request is over
+    return absl::OkStatus();
+  }
   // The token goes around the ring at once, beside its delivery: if the
   // origin turns out to be gone or to want no more, Forget drops the
   // request here when that step comes back.
-  v1::StageStepRequest next = NextStep(request, 0);
+  // Stage 0 holds the parts: they came with the request's first step.
+  v1::StageStepRequest next = NextStep(request, 0, /*with_parts=*/false);
   next.set_position(static_cast<uint32_t>(history.size()));
   next.add_tokens(token);
   next.set_sample(true);

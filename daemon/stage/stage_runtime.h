@@ -21,6 +21,7 @@
 #include "daemon/rpc/transport.h"
 #include "daemon/stage/compute_lock.h"
 #include "daemon/stage/last_stage_sampler.h"
+#include "daemon/stage/request_parts.h"
 #include "daemon/stage/ring_sender.h"
 #include "daemon/stage/step_queue.h"
 #include "daemon/stage/step_validator.h"
@@ -53,6 +54,9 @@ struct StageOptions {
   BatchLimits batch;
   // Samplers (one per request this node samples) kept at most.
   size_t max_samplers = 4096;
+  // Bytes of requests' parts (plan, sampling, constraint) kept at most, for
+  // the steps that omit them (RequestPartsTable).
+  uint64_t max_parts_bytes = uint64_t{64} << 20;
   // The turns at the cores this daemon takes with the others of its machine
   // (ComputeLock); null = none. Must outlive the runtime.
   ComputeLock* compute_lock = nullptr;
@@ -104,10 +108,13 @@ class StageRuntime : public LocalStage {
   absl::Status SetRange(std::optional<LayerRange> range, const Handover& handover = {});
   std::optional<LayerRange> range() const;
 
-  // Checks a step from `caller` and queues it. InvalidArgument for a
-  // malformed step (ValidateStageStep); PermissionDenied when the plan or
-  // origin names a non-member or the caller may not send it;
-  // FailedPrecondition when this node does not hold the plan's layers;
+  // Checks a step from `caller` and queues it. A step that omits its
+  // request's parts gets those kept from the request's first step here
+  // (RequestPartsTable); one that carries them leaves them for the next.
+  // InvalidArgument for a malformed step (ValidateStageStep);
+  // PermissionDenied when the plan or origin names a non-member or the
+  // caller may not send it; FailedPrecondition when this node does not hold
+  // the plan's layers, or the step omits parts this node does not hold;
   // ResourceExhausted when the queue is full (by count or bytes).
   absl::Status Enqueue(v1::StageStepRequest request, const Caller& caller) override;
   // Forgets a request: its queued steps are skipped, its sampler dropped.
@@ -204,6 +211,7 @@ class StageRuntime : public LocalStage {
   std::shared_ptr<const Bundle> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Bundle> previous_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
+  RequestPartsTable parts_ ABSL_GUARDED_BY(mu_);
   // Cancelled requests whose samplers the worker drops before its next batch.
   std::vector<std::string> to_forget_ ABSL_GUARDED_BY(mu_);
   LastStageSampler sampler_;  // only the worker thread touches it

@@ -9,6 +9,7 @@
 #include "base/metrics.h"
 #include "base/testing/temp_dir.h"
 #include "daemon/rpc/proto_convert.h"
+#include "daemon/stage/request_parts.h"
 #include "gtest/gtest.h"
 #include "inference/token_digest.h"
 
@@ -34,6 +35,12 @@ class FakeTransport : public Transport {
   absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
+  }
+  // Forgets what was sent so far.
+  void Clear() {
+    absl::MutexLock lock(&mu_);
+    steps_.clear();
+    deliveries_.clear();
   }
   // Waits until `n` steps were sent; returns the n-th.
   v1::StageStepRequest WaitStep(size_t n) {
@@ -316,6 +323,116 @@ TEST_F(StageRuntimeTest, AReplayedRequestContinuesItsSampledReplyExactly) {
     EXPECT_EQ(d.token(), reply[cut]) << "replayed after " << cut << " tokens: " << d.error();
     EXPECT_EQ(d.index(), cut);
   }
+}
+
+// A json_schema constraint spec of at least `bytes` bytes: an object of
+// many integer fields.
+std::string JsonSchemaSpec(size_t bytes) {
+  std::string properties;
+  for (int i = 0; properties.size() < bytes; ++i) {
+    if (i > 0) properties += ",";
+    properties += "\"field_" + std::to_string(i) + "\":{\"type\":\"integer\"}";
+  }
+  return R"({"type":"json_schema","schema":{"type":"object","properties":{)" + properties + "}}}";
+}
+
+TEST_F(StageRuntimeTest, AStepThatOmitsItsPartsRunsWithThoseOfTheRequestsFirstStep) {
+  // Unknown request: nothing to fill in.
+  v1::StageStepRequest orphan = Step("o", "r0", "s0", prompt_);
+  orphan.clear_plan();
+  orphan.clear_limits();
+  orphan.set_parts_omitted(true);
+  EXPECT_EQ(runtime_->Enqueue(orphan, Node("o")).code(), absl::StatusCode::kFailedPrecondition);
+
+  // The whole prompt in one step, for reference.
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "whole", "s1", prompt_), Node("o")).ok());
+  const v1::DeliverTokenRequest whole = transport_.WaitDelivery(1);
+  ASSERT_NE(whole.finish_reason(), v1::FINISH_REASON_ERROR) << whole.error();
+  const v1::StageStepRequest decode = transport_.WaitStep(1);
+  EXPECT_TRUE(decode.parts_omitted());
+  EXPECT_FALSE(HasParts(decode));
+
+  // The same prompt in two chunks; the second omits the parts.
+  const std::vector<int32_t> head(prompt_.begin(), prompt_.begin() + 4);
+  const std::vector<int32_t> tail(prompt_.begin() + 4, prompt_.end());
+  v1::StageStepRequest first = Step("o", "split", "s2", head);
+  first.set_sample(false);
+  ASSERT_TRUE(runtime_->Enqueue(first, Node("o")).ok());
+  v1::StageStepRequest second = Step("o", "split", "s2", tail);
+  second.clear_plan();
+  second.clear_limits();
+  second.set_parts_omitted(true);
+  second.set_position(4);
+  // Another origin may not use the parts of this one's request.
+  v1::StageStepRequest foreign = second;
+  foreign.set_origin("c");
+  EXPECT_EQ(runtime_->Enqueue(foreign, Node("c")).code(), absl::StatusCode::kPermissionDenied);
+  ASSERT_TRUE(runtime_->Enqueue(second, Node("o")).ok());
+  EXPECT_EQ(transport_.WaitDelivery(2).prompt_positions(), 4u);
+  const v1::DeliverTokenRequest split = transport_.WaitDelivery(3);
+  ASSERT_NE(split.finish_reason(), v1::FINISH_REASON_ERROR) << split.error();
+  EXPECT_EQ(split.token(), whole.token());
+}
+
+// Issue 37's wire bytes: a decode step's size per hop, with and without a
+// 4 KiB json_schema. Printed, and the schema may add at most 10%.
+TEST_F(StageRuntimeTest, ADecodeStepIsNoLargerWithAJsonSchema) {
+  const uint32_t n_layer = model_->config().n_layer;
+  const uint32_t split = n_layer / 2;
+  // Bytes of the first decode step on each hop: from the last stage back
+  // to stage 0 (one-stage ring on "b"), and from stage 0 to stage 1 (a
+  // two-stage ring b [0, split) -> c [split, n_layer)).
+  auto measure = [&](const std::string& constraint, const std::string& tag) {
+    Start(StageOptions{});
+    v1::StageStepRequest step = Step("o", "ret-" + tag, "s-ret-" + tag, prompt_);
+    step.set_constraint(constraint);
+    step.mutable_limits()->set_max_tokens(8);
+    transport_.Clear();
+    EXPECT_TRUE(runtime_->Enqueue(step, Node("o")).ok());
+    const v1::DeliverTokenRequest d = transport_.WaitDelivery(1);
+    EXPECT_NE(d.finish_reason(), v1::FINISH_REASON_ERROR) << d.error();
+    const size_t back = transport_.WaitStep(1).ByteSizeLong();
+
+    Start(StageOptions{});
+    EXPECT_TRUE(runtime_->SetRange(LayerRange{0, split}).ok());
+    transport_.Clear();
+    v1::StageStepRequest first = Step("o", "fwd-" + tag, "s-fwd-" + tag, prompt_);
+    first.set_constraint(constraint);
+    first.mutable_plan()->mutable_stages(0)->set_last_layer(split);
+    v1::PlanStage* c = first.mutable_plan()->add_stages();
+    c->set_node_id("c");
+    c->set_first_layer(split);
+    c->set_last_layer(n_layer);
+    EXPECT_TRUE(runtime_->Enqueue(first, Node("o")).ok());
+    EXPECT_TRUE(HasParts(transport_.WaitStep(1)));  // stage 1 needs them once
+    // The last stage's first decode step comes back to stage 0 ...
+    v1::StageStepRequest decode;
+    decode.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    decode.set_request_id(first.request_id());
+    decode.set_session_id(first.session_id());
+    decode.set_origin("o");
+    decode.set_parts_omitted(true);
+    decode.set_position(static_cast<uint32_t>(prompt_.size()));
+    decode.add_tokens(d.token());
+    decode.set_sample(true);
+    decode.set_generated(1);
+    EXPECT_TRUE(runtime_->Enqueue(decode, Node("c")).ok());
+    // ... and goes on to stage 1 without the parts.
+    const v1::StageStepRequest forwarded = transport_.WaitStep(2);
+    EXPECT_FALSE(HasParts(forwarded));
+    return std::pair<size_t, size_t>{forwarded.ByteSizeLong(), back};
+  };
+  const std::string schema = JsonSchemaSpec(4096);
+  ASSERT_GE(schema.size(), 4096u);
+  const auto [plain_forward, plain_back] = measure("", "none");
+  const auto [schema_forward, schema_back] = measure(schema, "json");
+  std::printf(
+      "decode step bytes per hop (stories260K, f32 hidden, %zu-byte json_schema):\n"
+      "  stage 0 -> stage 1: %zu without, %zu with\n"
+      "  last -> stage 0:    %zu without, %zu with\n",
+      schema.size(), plain_forward, schema_forward, plain_back, schema_back);
+  EXPECT_LE(schema_forward * 10, plain_forward * 11);
+  EXPECT_LE(schema_back * 10, plain_back * 11);
 }
 
 // Sends every step back into the runtime (a one-node ring) and keeps the
