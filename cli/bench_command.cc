@@ -3,8 +3,8 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <map>
+#include <ostream>
 #include <random>
 #include <span>
 
@@ -166,7 +166,7 @@ std::string Params(uint64_t n) {
 
 }  // namespace
 
-int RunBench(const std::vector<std::string>& args) {
+int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm bench --model PATH [-p 128] [-n 32] [-d 0] [-r 3] [-t THREADS] [--json]",
               "Measures prompt processing (pp: a prefill of -p random tokens into a fresh\n"
               "cache) and text generation (tg: -n single-token decode steps) in tokens/s,\n"
@@ -187,9 +187,9 @@ int RunBench(const std::vector<std::string>& args) {
   p.AddAlias("-t", "threads");
   p.AddFlag("json", "print the figures as one JSON object instead of a table");
   AddKernelFlags(p);
-  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
-  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
-  if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"));
+  if (int rc = ParseOrExit(p, args, out, err); rc >= 0) return rc;
+  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s, err);
+  if (!p.Has("model")) return Fail(absl::InvalidArgumentError("--model is required"), err);
   BenchSettings s;
   s.threads = DefaultThreadCount();
   auto n_prompt = p.GetInt("n-prompt", 0, 1 << 20);
@@ -198,23 +198,23 @@ int RunBench(const std::vector<std::string>& args) {
   auto depth = p.GetInt("n-depth", 0, 1 << 20);
   for (const absl::Status& st :
        {n_prompt.status(), n_gen.status(), reps.status(), depth.status()}) {
-    if (!st.ok()) return Fail(st);
+    if (!st.ok()) return Fail(st, err);
   }
   s.n_prompt = *n_prompt;
   s.n_gen = *n_gen;
   s.repetitions = *reps;
   s.depth = *depth;
   if (s.n_prompt == 0 && s.n_gen == 0) {
-    return Fail(absl::InvalidArgumentError("-p and -n are both 0: nothing to measure"));
+    return Fail(absl::InvalidArgumentError("-p and -n are both 0: nothing to measure"), err);
   }
   if (p.Has("threads")) {
     auto v = p.GetInt("threads", 1, 1024);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(v.status(), err);
     s.threads = static_cast<int>(*v);
   }
   const uint32_t ctx = static_cast<uint32_t>(s.depth + std::max<int64_t>(s.n_prompt, s.n_gen + 1));
-  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModelForCli(p.GetString("model"), ctx);
-  if (!loaded.ok()) return Fail(loaded.status());
+  absl::StatusOr<std::unique_ptr<Model>> loaded = LoadModelForCli(p.GetString("model"), ctx, err);
+  if (!loaded.ok()) return Fail(loaded.status(), err);
   const Model& model = **loaded;
   ThreadPool pool(s.threads);
   StageEngine engine(model.config(), model.weights(), &pool);
@@ -225,19 +225,19 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<int32_t> depth_tokens(s.depth);
   for (int32_t& t : depth_tokens) t = id(rng);
   absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth_tokens);
-  if (!at_depth.ok()) return Fail(at_depth.status());
+  if (!at_depth.ok()) return Fail(at_depth.status(), err);
   if (s.n_prompt > 0) {
     std::vector<int32_t> tokens(s.n_prompt);
     for (int32_t& t : tokens) t = id(rng);
     absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, *at_depth, tokens);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return Fail(r.status(), err);
     results.push_back(*r);
   }
   if (s.n_gen > 0) {
     std::vector<int32_t> tokens(s.n_gen + 1);
     for (int32_t& t : tokens) t = id(rng);
     absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, *at_depth, tokens);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return Fail(r.status(), err);
     results.push_back(*r);
   }
 
@@ -264,23 +264,23 @@ int RunBench(const std::vector<std::string>& args) {
                             {"stddev_ts", r.stddev},
                             {"samples_ts", r.samples}});
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    out << j.dump(2) << "\n";
     return 0;
   }
   const std::string cpu = ActiveCpuTargetName();
-  std::printf("| %-30s | %10s | %10s | %-14s | %-10s | %7s | %14s | %20s |\n", "model", "size",
-              "params", "type", "cpu", "threads", "test", "t/s");
-  std::printf("| %s | %s: | %s: | %s | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
-              std::string(9, '-').c_str(), std::string(9, '-').c_str(),
-              std::string(14, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(6, '-').c_str(), std::string(13, '-').c_str(),
-              std::string(19, '-').c_str());
+  out << absl::StrFormat("| %-30s | %10s | %10s | %-14s | %-10s | %7s | %14s | %20s |\n", "model",
+                         "size", "params", "type", "cpu", "threads", "test", "t/s");
+  out << absl::StrFormat("| %s | %s: | %s: | %s | %s | %s: | %s: | %s: |\n",
+                         std::string(30, '-').c_str(), std::string(9, '-').c_str(),
+                         std::string(9, '-').c_str(), std::string(14, '-').c_str(),
+                         std::string(10, '-').c_str(), std::string(6, '-').c_str(),
+                         std::string(13, '-').c_str(), std::string(19, '-').c_str());
   for (const TestResult& r : results) {
     const std::string ts = absl::StrFormat("%.2f ± %.2f", r.mean, r.stddev);
     // "±" is two bytes but one column: pad by one more byte.
-    std::printf("| %-30s | %10s | %10s | %-14s | %-10s | %7d | %14s | %21s |\n", name.c_str(),
-                Size(bytes).c_str(), Params(params).c_str(), type.c_str(), cpu.c_str(), s.threads,
-                r.name.c_str(), ts.c_str());
+    out << absl::StrFormat("| %-30s | %10s | %10s | %-14s | %-10s | %7d | %14s | %21s |\n",
+                           name.c_str(), Size(bytes).c_str(), Params(params).c_str(), type.c_str(),
+                           cpu.c_str(), s.threads, r.name.c_str(), ts.c_str());
   }
   return 0;
 }

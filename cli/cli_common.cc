@@ -2,49 +2,57 @@
 
 #include <unistd.h>
 
-#include <cstdio>
+#include <iostream>
 
+#include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
 
-int ParseOrExit(ArgParser& parser, const std::vector<std::string>& args) {
+int ParseOrExit(ArgParser& parser, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
   if (absl::Status s = parser.Parse(args); !s.ok()) {
-    std::fprintf(stderr, "ringlm: %s\n", std::string(s.message()).c_str());
+    err << "ringlm: " << s.message() << "\n";
     return 2;
   }
   if (parser.help_requested()) {
-    std::fputs(parser.HelpText().c_str(), stdout);
+    out << parser.HelpText();
     return 0;
   }
   return -1;
 }
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "ringlm: %s\n", status.ToString().c_str());
+int Fail(const absl::Status& status, std::ostream& err) {
+  err << "ringlm: " << status.ToString() << "\n";
   return 1;
 }
 
+bool IsTerminal(const std::ostream& stream) {
+  if (&stream == &std::cout) return isatty(STDOUT_FILENO);
+  if (&stream == &std::cerr || &stream == &std::clog) return isatty(STDERR_FILENO);
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Model>> LoadModelForCli(const std::string& path,
-                                                       uint32_t context_size) {
+                                                       uint32_t context_size, std::ostream& err) {
   ModelOptions options;
   options.context_size = context_size;
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(path, options);
   if (!model.ok()) return model.status();
   const Model& m = **model;
   if (m.context_above_training()) {
-    std::fprintf(stderr,
-                 "ringlm: warning: context size %u is above the model's context_length %u; "
-                 "quality may drop past it\n",
-                 m.context_size(), m.config().n_ctx_train);
+    err << absl::StrFormat(
+        "ringlm: warning: context size %u is above the model's context_length %u; "
+        "quality may drop past it\n",
+        m.context_size(), m.config().n_ctx_train);
   }
-  if (isatty(STDERR_FILENO)) {
-    m.PageIn(m.weights(), [](uint64_t done, uint64_t total) {
-      std::fprintf(stderr, "\rloading weights: %3d%% (%llu / %llu MiB)",
-                   total == 0 ? 100 : static_cast<int>(done * 100 / total),
-                   static_cast<unsigned long long>(done >> 20),
-                   static_cast<unsigned long long>(total >> 20));
-      if (done == total) std::fputc('\n', stderr);
+  if (IsTerminal(err)) {
+    m.PageIn(m.weights(), [&err](uint64_t done, uint64_t total) {
+      err << absl::StrFormat("\rloading weights: %3d%% (%llu / %llu MiB)",
+                             total == 0 ? 100 : static_cast<int>(done * 100 / total),
+                             static_cast<unsigned long long>(done >> 20),
+                             static_cast<unsigned long long>(total >> 20));
+      if (done == total) err << '\n';
     });
   } else {
     m.PageIn(m.weights());

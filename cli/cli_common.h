@@ -3,6 +3,7 @@
 #define RINGLM_CLI_CLI_COMMON_H_
 
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -12,17 +13,24 @@
 
 namespace ringlm {
 
-// Parses `args`; prints help and returns 0, or prints the error and returns
-// 2, or returns -1 to mean "go on".
-int ParseOrExit(ArgParser& parser, const std::vector<std::string>& args);
+// Parses `args`; writes help to `out` and returns 0, or writes the error to
+// `err` and returns 2, or returns -1 to mean "go on".
+int ParseOrExit(ArgParser& parser, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err);
 
-// Prints "ringlm: <status message>" to stderr and returns 1.
-int Fail(const absl::Status& status);
+// Writes "ringlm: <status>" to `err` and returns 1.
+int Fail(const absl::Status& status, std::ostream& err);
 
-// Opens a model for a whole-model run, with a progress line on a terminal
-// and a warning when the context is above the training length.
+// True when `stream` is std::cout or std::cerr (or std::clog) and the file
+// descriptor behind it is a terminal: progress lines that rewrite themselves
+// with \r are written only then.
+bool IsTerminal(const std::ostream& stream);
+
+// Opens a model for a whole-model run, with a progress line on `err` when it
+// is a terminal, and a warning there when the context is above the training
+// length.
 absl::StatusOr<std::unique_ptr<Model>> LoadModelForCli(const std::string& path,
-                                                       uint32_t context_size);
+                                                       uint32_t context_size, std::ostream& err);
 
 // The generated text as llama.cpp prints it: every token's piece joined,
 // leading space kept, invalid UTF-8 replaced.

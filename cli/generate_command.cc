@@ -1,6 +1,6 @@
 // `ringlm generate`: text generation on this machine.
 #include <chrono>
-#include <cstdio>
+#include <ostream>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -85,26 +85,27 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 // "prompt: 5 tokens, first token after 1.2 ms | generate: 63 tokens in ..."
 void PrintTimings(size_t n_prompt, Clock::time_point start, Clock::time_point first,
-                  Clock::time_point end, size_t n_generated) {
+                  Clock::time_point end, size_t n_generated, std::ostream& err) {
   const double ttft = Ms(first - start);
   const double decode = Ms(end - first);
   const size_t steps = n_generated > 0 ? n_generated - 1 : 0;
-  std::fprintf(stderr,
-               "timings: prompt %zu tokens, first token after %.1f ms | %zu more tokens in %.1f "
-               "ms: %.2f ms/token, %.1f tokens/s\n",
-               n_prompt, ttft, steps, decode, steps > 0 ? decode / steps : 0.0,
-               steps > 0 && decode > 0 ? steps * 1000.0 / decode : 0.0);
+  err << absl::StrFormat(
+      "timings: prompt %zu tokens, first token after %.1f ms | %zu more tokens in %.1f "
+      "ms: %.2f ms/token, %.1f tokens/s\n",
+      n_prompt, ttft, steps, decode, steps > 0 ? decode / steps : 0.0,
+      steps > 0 && decode > 0 ? steps * 1000.0 / decode : 0.0);
 }
 
 void PrintJson(const std::vector<int32_t>& prompt, const std::vector<int32_t>& ids,
-               const std::string& text) {
-  std::printf("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
-              IdsJson(ids).c_str(), JsonString(text).c_str());
+               const std::string& text, std::ostream& out) {
+  out << absl::StrFormat("{\"prompt_ids\":%s,\"ids\":%s,\"text\":%s}\n", IdsJson(prompt).c_str(),
+                         IdsJson(ids).c_str(), JsonString(text).c_str());
 }
 
 // The same generation, run by a cluster: the node at `address` tokenizes,
 // streams tokens back, and reports errors from any stage.
-int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
+int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options, std::ostream& out,
+                      std::ostream& err) {
   v1::GenerateRequest request;
   request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   request.set_prompt(p.GetString("prompt"));
@@ -121,17 +122,17 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
   request.mutable_limits()->set_ignore_eos(options.ignore_eos);
   const std::string dtype = p.GetString("hidden-dtype");
   if (dtype != "f32" && dtype != "f16") {
-    return Fail(absl::InvalidArgumentError("--hidden-dtype must be f32 or f16"));
+    return Fail(absl::InvalidArgumentError("--hidden-dtype must be f32 or f16"), err);
   }
   request.set_hidden_dtype(dtype == "f16" ? v1::DTYPE_F16 : v1::DTYPE_F32);
   absl::StatusOr<int64_t> timeout = p.GetInt("timeout", 1, 86400);
-  if (!timeout.ok()) return Fail(timeout.status());
+  if (!timeout.ok()) return Fail(timeout.status(), err);
 
   const bool json = p.GetFlag("json");
   std::vector<int32_t> prompt_ids, ids;
   std::string text;
   absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
-  if (!security.ok()) return Fail(security.status());
+  if (!security.ok()) return Fail(security.status(), err);
   ClusterClient client(p.GetString("cluster"), *security);
   const Clock::time_point start = Clock::now();
   Clock::time_point first = start;
@@ -144,49 +145,48 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options) {
         if (e.has_token()) ids.push_back(e.token());
         text += e.text();
         if (!json) {
-          std::fputs(e.text().c_str(), stdout);
-          std::fflush(stdout);
+          out << e.text() << std::flush;
         }
       });
   const Clock::time_point end = Clock::now();
-  if (!json) std::printf("\n");
-  if (!st.ok()) return Fail(st);
-  if (json) PrintJson(prompt_ids, ids, text);
-  if (p.GetFlag("timings")) PrintTimings(prompt_ids.size(), start, first, end, ids.size());
+  if (!json) out << '\n';
+  if (!st.ok()) return Fail(st, err);
+  if (json) PrintJson(prompt_ids, ids, text, out);
+  if (p.GetFlag("timings")) PrintTimings(prompt_ids.size(), start, first, end, ids.size(), err);
   return 0;
 }
 
 }  // namespace
 
-int RunGenerate(const std::vector<std::string>& args) {
+int RunGenerate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm generate (--model PATH | --cluster HOST:PORT) --prompt TEXT [options]",
               "Generates text from a prompt, streaming it as it comes: on this machine with\n"
               "--model, or through a running ringlm cluster with --cluster.");
   AddGenerateOptions(p);
-  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  if (int rc = ParseOrExit(p, args, out, err); rc >= 0) return rc;
   absl::StatusOr<GenerateOptions> options = ReadGenerateOptions(p);
-  if (!options.ok()) return Fail(options.status());
+  if (!options.ok()) return Fail(options.status(), err);
   if (!p.Has("model") && !p.Has("cluster")) {
-    return Fail(absl::InvalidArgumentError("--model (or --cluster) is required"));
+    return Fail(absl::InvalidArgumentError("--model (or --cluster) is required"), err);
   }
-  if (p.Has("cluster")) return GenerateOnCluster(p, *options);
-  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s);
+  if (p.Has("cluster")) return GenerateOnCluster(p, *options, out, err);
+  if (absl::Status s = ApplyKernelFlags(p); !s.ok()) return Fail(s, err);
   uint32_t ctx = 0;
   if (p.Has("ctx-size")) {
     auto v = p.GetInt("ctx-size", 1, 1 << 20);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(v.status(), err);
     ctx = static_cast<uint32_t>(*v);
   }
   int threads = DefaultThreadCount();
   if (p.Has("threads")) {
     auto v = p.GetInt("threads", 1, 1024);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(v.status(), err);
     threads = static_cast<int>(*v);
   }
   const Clock::time_point load_start = Clock::now();
-  absl::StatusOr<std::unique_ptr<Model>> model = LoadModelForCli(p.GetString("model"), ctx);
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadModelForCli(p.GetString("model"), ctx, err);
   const double load_ms = Ms(Clock::now() - load_start);
-  if (!model.ok()) return Fail(model.status());
+  if (!model.ok()) return Fail(model.status(), err);
   const Tokenizer& tok = (*model)->tokenizer();
   const std::vector<int32_t> prompt =
       tok.Encode(p.GetString("prompt"), /*add_special=*/true, /*parse_special=*/false);
@@ -201,21 +201,21 @@ int RunGenerate(const std::vector<std::string>& args) {
       generator.Generate(prompt, *options, [&](int32_t token) {
         if (first == start) first = Clock::now();
         if (!json) {
-          std::fputs(decoder.Push(token).c_str(), stdout);
-          std::fflush(stdout);
+          out << decoder.Push(token) << std::flush;
         }
         return true;
       });
-  if (!ids.ok()) return Fail(ids.status());
+  if (!ids.ok()) return Fail(ids.status(), err);
   if (json) {
-    PrintJson(prompt, *ids, JoinPieces(tok, *ids));
+    PrintJson(prompt, *ids, JoinPieces(tok, *ids), out);
   } else {
-    std::printf("%s\n", decoder.Flush().c_str());
+    out << decoder.Flush() << "\n";
   }
   if (p.GetFlag("timings")) {
-    std::fprintf(stderr, "timings: load %.1f ms (%s of weights)\n", load_ms,
-                 absl::StrFormat("%.2f MiB", (*model)->weights().bytes() / 1048576.0).c_str());
-    PrintTimings(prompt.size(), start, first, Clock::now(), ids->size());
+    err << absl::StrFormat(
+        "timings: load %.1f ms (%s of weights)\n", load_ms,
+        absl::StrFormat("%.2f MiB", (*model)->weights().bytes() / 1048576.0).c_str());
+    PrintTimings(prompt.size(), start, first, Clock::now(), ids->size(), err);
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 // `ringlm inspect`: what a GGUF file holds.
-#include <cstdio>
 #include <map>
+#include <ostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -55,54 +55,58 @@ std::string Mib(uint64_t bytes) { return absl::StrFormat("%.2f MiB", bytes / 104
 
 }  // namespace
 
-int RunInspect(const std::vector<std::string>& args) {
+int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm inspect PATH", "Shows a GGUF file's metadata, tensors and sizes.");
   p.AddPositional("PATH", "GGUF model file");
-  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  if (int rc = ParseOrExit(p, args, out, err); rc >= 0) return rc;
   absl::StatusOr<std::unique_ptr<GgufFile>> opened = GgufFile::Open(p.Positional(0));
-  if (!opened.ok()) return Fail(opened.status());
+  if (!opened.ok()) return Fail(opened.status(), err);
   const GgufFile& f = **opened;
-  std::printf("file: %s\nGGUF version %u, %zu metadata keys, %zu tensors, alignment %llu, %s\n\n",
-              p.Positional(0).c_str(), f.version(), f.metadata().size(), f.tensors().size(),
-              static_cast<unsigned long long>(f.alignment()), Mib(f.file_size()).c_str());
-  std::printf("metadata:\n");
+  out << absl::StrFormat(
+      "file: %s\nGGUF version %u, %zu metadata keys, %zu tensors, alignment %llu, %s\n\n",
+      p.Positional(0).c_str(), f.version(), f.metadata().size(), f.tensors().size(),
+      static_cast<unsigned long long>(f.alignment()), Mib(f.file_size()).c_str());
+  out << "metadata:\n";
   for (const auto& [key, value] : f.metadata()) {
-    std::printf("  %-44s %s\n", key.c_str(), FormatValue(value).c_str());
+    out << absl::StrFormat("  %-44s %s\n", key.c_str(), FormatValue(value).c_str());
   }
-  std::printf("\ntensors:\n");
+  out << "\ntensors:\n";
   uint64_t params = 0;
   std::map<std::string, uint64_t> by_type;
   for (const GgufTensorInfo& t : f.tensors()) {
     params += t.n_elements;
     by_type[std::string(TraitsOf(t.type).name)] += t.n_elements;
-    std::printf("  %-32s %-6s [%s] %llu bytes\n", t.name.c_str(),
-                std::string(TraitsOf(t.type).name).c_str(), absl::StrJoin(t.dims, ", ").c_str(),
-                static_cast<unsigned long long>(t.n_bytes));
+    out << absl::StrFormat("  %-32s %-6s [%s] %llu bytes\n", t.name.c_str(),
+                           std::string(TraitsOf(t.type).name).c_str(),
+                           absl::StrJoin(t.dims, ", ").c_str(),
+                           static_cast<unsigned long long>(t.n_bytes));
   }
-  std::printf("\nparameters: %llu (", static_cast<unsigned long long>(params));
+  out << absl::StrFormat("\nparameters: %llu (", static_cast<unsigned long long>(params));
   bool first = true;
   for (const auto& [type, n] : by_type) {
-    std::printf("%s%s %llu", first ? "" : ", ", type.c_str(), static_cast<unsigned long long>(n));
+    out << absl::StrFormat("%s%s %llu", first ? "" : ", ", type.c_str(),
+                           static_cast<unsigned long long>(n));
     first = false;
   }
-  std::printf(")\n");
+  out << ")\n";
   absl::StatusOr<ModelConfig> config = ModelConfig::FromGguf(f);
   if (!config.ok()) {
-    std::printf("model: not runnable: %s\n", config.status().ToString().c_str());
+    out << absl::StrFormat("model: not runnable: %s\n", config.status().ToString().c_str());
     return 0;
   }
   absl::StatusOr<WeightFootprint> fp = ComputeFootprint(f, *config);
-  std::printf(
+  out << absl::StrFormat(
       "model: %s, %u layers, n_embd %u, n_ff %u, heads %u (kv %u), head_dim %u, vocab %u, "
       "context %u\n",
       config->architecture.c_str(), config->n_layer, config->n_embd, config->n_ff, config->n_head,
       config->n_head_kv, config->head_dim, config->n_vocab, config->n_ctx_train);
   if (fp.ok()) {
-    std::printf("bytes per layer: %s (largest), embedding %s, output head %s, total %s\n",
-                Mib(fp->max_layer_bytes).c_str(), Mib(fp->embedding_bytes).c_str(),
-                Mib(fp->head_bytes).c_str(), Mib(fp->total_bytes).c_str());
-    std::printf("KV cache per token: %s (f16, all layers)\n",
-                Mib(uint64_t{config->n_layer} * config->n_embd_kv() * 4).c_str());
+    out << absl::StrFormat(
+        "bytes per layer: %s (largest), embedding %s, output head %s, total %s\n",
+        Mib(fp->max_layer_bytes).c_str(), Mib(fp->embedding_bytes).c_str(),
+        Mib(fp->head_bytes).c_str(), Mib(fp->total_bytes).c_str());
+    out << absl::StrFormat("KV cache per token: %s (f16, all layers)\n",
+                           Mib(uint64_t{config->n_layer} * config->n_embd_kv() * 4).c_str());
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 // `ringlm`: the command-line client. Dispatches to a subcommand.
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,14 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "generate") return ringlm::RunGenerate(args);
-  if (command == "tokenize") return ringlm::RunTokenize(args);
-  if (command == "inspect") return ringlm::RunInspect(args);
-  if (command == "status") return ringlm::RunStatus(args);
-  if (command == "synth") return ringlm::RunSynth(args);
-  if (command == "bench") return ringlm::RunBench(args);
-  if (command == "keygen") return ringlm::RunKeygen(args);
-  if (command == "join-command") return ringlm::RunJoinCommand(args);
+  if (command == "generate") return ringlm::RunGenerate(args, std::cout, std::cerr);
+  if (command == "tokenize") return ringlm::RunTokenize(args, std::cout, std::cerr);
+  if (command == "inspect") return ringlm::RunInspect(args, std::cout, std::cerr);
+  if (command == "status") return ringlm::RunStatus(args, std::cout, std::cerr);
+  if (command == "synth") return ringlm::RunSynth(args, std::cout, std::cerr);
+  if (command == "bench") return ringlm::RunBench(args, std::cout, std::cerr);
+  if (command == "keygen") return ringlm::RunKeygen(args, std::cout, std::cerr);
+  if (command == "join-command") return ringlm::RunJoinCommand(args, std::cout, std::cerr);
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,6 +1,6 @@
 // `ringlm status`: the cluster as one node sees it, with each node's own
 // state and cache use.
-#include <cstdio>
+#include <ostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -125,25 +125,27 @@ json Describe(const v1::TopologyReply& view,
   return out;
 }
 
-void PrintTable(const json& d) {
+void PrintTable(const json& d, std::ostream& out) {
   const json& m = d["model"];
   if (d["security"] == "mutual-tls") {
-    std::printf("security: mutual TLS, cluster %s\n", d["cluster_id"].get<std::string>().c_str());
+    out << absl::StrFormat("security: mutual TLS, cluster %s\n",
+                           d["cluster_id"].get<std::string>().c_str());
   } else {
-    std::printf("security: INSECURE (no cluster key: any host on the network can join)\n");
+    out << "security: INSECURE (no cluster key: any host on the network can join)\n";
   }
-  std::printf("model: %s (%s, %d layers, %s)\n", m["file"].get<std::string>().c_str(),
-              m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
-              Mib(m["bytes"].get<uint64_t>()).c_str());
+  out << absl::StrFormat("model: %s (%s, %d layers, %s)\n", m["file"].get<std::string>().c_str(),
+                         m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
+                         Mib(m["bytes"].get<uint64_t>()).c_str());
   if (d.contains("partition_error")) {
-    std::printf("no plan: %s\n", d["partition_error"].get<std::string>().c_str());
+    out << absl::StrFormat("no plan: %s\n", d["partition_error"].get<std::string>().c_str());
   } else {
-    std::printf("plan epoch %llu: %zu stage(s)\n",
-                static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
-                d["plan"]["stages"].size());
+    out << absl::StrFormat("plan epoch %llu: %zu stage(s)\n",
+                           static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
+                           d["plan"]["stages"].size());
   }
-  std::printf("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE", "ADDRESS", "MEMORY",
-              "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS", "CACHE");
+  out << absl::StrFormat("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
+                         "ADDRESS", "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS",
+                         "TOKENS", "FWD MS", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -162,32 +164,33 @@ void PrintTable(const json& d) {
     const int64_t seen = n["last_seen_ms"].get<int64_t>();
     const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);
     const bool has_m = m.is_object();
-    std::printf("%-20s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
-                n["address"].get<std::string>().c_str(),
-                Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
-                layers.c_str(), n["state"].get<std::string>().c_str(),
-                n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
-                has_m ? m["requests"].get<double>() : 0.0,
-                has_m ? m["generated_tokens"].get<double>() : 0.0,
-                has_m ? m["mean_forward_ms"].get<double>() : 0.0, cache.c_str());
+    out << absl::StrFormat(
+        "%-20s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
+        n["address"].get<std::string>().c_str(),
+        Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
+        layers.c_str(), n["state"].get<std::string>().c_str(),
+        n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
+        has_m ? m["requests"].get<double>() : 0.0,
+        has_m ? m["generated_tokens"].get<double>() : 0.0,
+        has_m ? m["mean_forward_ms"].get<double>() : 0.0, cache.c_str());
   }
 }
 
 }  // namespace
 
-int RunStatus(const std::vector<std::string>& args) {
+int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm status [--node HOST:PORT] [--json]",
               "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
               "GFLOPS, layer range, state, last-seen time and cache use, and the model.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddFlag("json", "print the same figures as one JSON object");
   AddClientSecurityFlags(p);
-  if (int rc = ParseOrExit(p, args); rc >= 0) return rc;
+  if (int rc = ParseOrExit(p, args, out, err); rc >= 0) return rc;
   absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
-  if (!security.ok()) return Fail(security.status());
+  if (!security.ok()) return Fail(security.status(), err);
   ClusterClient client(p.GetString("node"), *security);
   absl::StatusOr<v1::TopologyReply> view = client.Topology(kTimeout);
-  if (!view.ok()) return Fail(view.status());
+  if (!view.ok()) return Fail(view.status(), err);
   // Each node reports its own state and cache.
   std::map<std::string, absl::StatusOr<v1::TopologyReply>> own;
   for (const v1::PeerView& peer : view->peers()) {
@@ -199,9 +202,9 @@ int RunStatus(const std::vector<std::string>& args) {
   }
   const json d = Describe(*view, own);
   if (p.GetFlag("json")) {
-    std::printf("%s\n", d.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    out << d.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    PrintTable(d);
+    PrintTable(d, out);
   }
   return 0;
 }
