@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/origin/test_origin.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "inference/token_digest.h"
@@ -18,56 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
-
-// Records the steps the origin sends; every call succeeds.
-class RecordingTransport : public Transport {
- public:
-  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& r) override {
-    absl::MutexLock lock(&mu_);
-    steps_.push_back({to, r});
-    return absl::OkStatus();
-  }
-  absl::Status DeliverToken(const std::string&, const v1::DeliverTokenRequest&,
-                            v1::DeliverTokenReply*) override {
-    return absl::OkStatus();
-  }
-  absl::Status Cancel(const std::string& to, const std::string& id) override {
-    absl::MutexLock lock(&mu_);
-    cancels_.push_back(absl::StrCat(to, " ", id));
-    return absl::OkStatus();
-  }
-  absl::Status DropSession(const std::string&, const std::string&) override {
-    return absl::OkStatus();
-  }
-  // Waits for the n-th step (1-based).
-  std::pair<std::string, v1::StageStepRequest> WaitStep(size_t n) {
-    absl::MutexLock lock(&mu_);
-    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return steps_.size() >= n; };
-    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
-    return steps_.size() >= n ? steps_[n - 1] : std::pair<std::string, v1::StageStepRequest>{};
-  }
-  size_t steps() {
-    absl::MutexLock lock(&mu_);
-    return steps_.size();
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
-};
-
-v1::Plan PlanOf(std::vector<std::string> nodes, uint64_t epoch) {
-  v1::Plan plan;
-  plan.set_epoch(epoch);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    v1::PlanStage* s = plan.add_stages();
-    s->set_node_id(nodes[i]);
-    s->set_first_layer(static_cast<uint32_t>(i));
-    s->set_last_layer(static_cast<uint32_t>(i + 1));
-  }
-  return plan;
-}
 
 class OriginRecoveryTest : public ::testing::Test {
  protected:
@@ -518,6 +469,82 @@ TEST_F(OriginRecoveryTest, PromptsTakeTurnsWithinTheInFlightBound) {
   EXPECT_EQ(sent(9, 11), (V{"a#0@24", "b#0@8!", "a#0@28"}));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(transport_.steps(), 11u);
+}
+
+// The parts rule (StageStepRequest.parts_omitted): only the first prompt
+// chunk of each attempt carries the request's parts; the attempt after a
+// recovery, and after a cache miss, is a new request at the stages, whose
+// first chunk carries them again.
+TEST_F(OriginRecoveryTest, OnlyTheFirstChunkOfEachAttemptCarriesTheRequestsParts) {
+  OriginOptions options;
+  options.max_chunk_tokens = 3;
+  Start(options);
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "c"}, 2)};
+  }
+  OriginRequest r;
+  r.request_id = "req-1";
+  r.session_id = "s";
+  r.plan = PlanOf({"o", "b", "c"}, 1);
+  r.prompt = {1, 2, 3, 4, 5, 6, 7};
+  r.limits.set_max_tokens(10);
+  r.sampling.set_temperature(0.8f);
+  r.logprobs.set_enabled(true);
+  r.constraint = R"({"type":"regex","pattern":"a+"})";
+  r.wire_dtype = v1::DTYPE_F16;
+  r.reuse_len = 1;
+  ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
+  auto has_parts = [](const v1::StageStepRequest& s) {
+    return s.has_plan() || s.has_sampling() || s.has_limits() || s.has_logprobs() ||
+           !s.constraint().empty() || s.wire_dtype() != v1::DTYPE_UNSPECIFIED;
+  };
+  auto expect_parts = [&](const v1::StageStepRequest& s, int stages) {
+    EXPECT_FALSE(s.parts_omitted()) << s.request_id() << "@" << s.position();
+    EXPECT_EQ(s.plan().stages_size(), stages);
+    EXPECT_FLOAT_EQ(s.sampling().temperature(), 0.8f);
+    EXPECT_EQ(s.limits().max_tokens(), 10);
+    EXPECT_TRUE(s.logprobs().enabled());
+    EXPECT_THAT(s.constraint(), HasSubstr("regex"));
+    EXPECT_EQ(s.wire_dtype(), v1::DTYPE_F16);
+  };
+  auto expect_none = [&](const v1::StageStepRequest& s) {
+    EXPECT_TRUE(s.parts_omitted()) << s.request_id() << "@" << s.position();
+    EXPECT_FALSE(has_parts(s)) << s.request_id() << "@" << s.position();
+  };
+  // Attempt 0: positions 1..7 in chunks of 3 from the claim.
+  std::vector<std::string> sent;
+  for (size_t n = 1; n <= 2; ++n) {
+    const v1::StageStepRequest s = transport_.WaitStep(n).second;
+    sent.push_back(absl::StrCat(s.request_id(), "@", s.position()));
+  }
+  EXPECT_EQ(sent, (std::vector<std::string>{"req-1#0@1", "req-1#0@4"}));
+  expect_parts(transport_.WaitStep(1).second, 3);
+  expect_none(transport_.WaitStep(2).second);
+  // A stage misses the claim: attempt 1 starts over from position 0.
+  v1::DeliverTokenRequest miss;
+  miss.set_request_id("req-1#0");
+  miss.set_finish_reason(v1::FINISH_REASON_ERROR);
+  miss.set_cache_miss(true);
+  miss.set_error("no such prefix");
+  miss.set_error_code(static_cast<int32_t>(absl::StatusCode::kFailedPrecondition));
+  ASSERT_TRUE(origin_->Deliver(miss, "b").ok());
+  const v1::StageStepRequest retry = transport_.WaitStep(3).second;
+  EXPECT_EQ(absl::StrCat(retry.request_id(), "@", retry.position()), "req-1#1@0");
+  expect_parts(retry, 3);
+  for (size_t n = 4; n <= 5; ++n) expect_none(transport_.WaitStep(n).second);
+  EXPECT_EQ(transport_.WaitStep(5).second.position(), 6u);
+  EXPECT_TRUE(transport_.WaitStep(5).second.sample());
+  // Attempt 1 fails after two tokens: attempt 2 replays on plan o, c, its
+  // first chunk with the parts again.
+  ASSERT_TRUE(Deliver("c", 1, 0, 100).ok());
+  ASSERT_TRUE(Deliver("c", 1, 1, 101).ok());
+  ASSERT_TRUE(DeliverError("b", 1, absl::StatusCode::kUnavailable, "forwarding to stage 2").ok());
+  const v1::StageStepRequest replay = transport_.WaitStep(6).second;
+  EXPECT_EQ(absl::StrCat(replay.request_id(), "@", replay.position()), "req-1#2@8");
+  expect_parts(replay, 2);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(transport_.steps(), 6u);
 }
 
 TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {

@@ -1,0 +1,89 @@
+// Test helpers for the origin's tests: a transport that records what the
+// origin sends, and plans of named nodes.
+#ifndef RINGLM_DAEMON_ORIGIN_TEST_ORIGIN_H_
+#define RINGLM_DAEMON_ORIGIN_TEST_ORIGIN_H_
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/rpc/transport.h"
+#include "gtest/gtest.h"
+#include "proto/ringlm.pb.h"
+
+namespace ringlm {
+
+// Records the steps and cancels the origin sends; every call succeeds,
+// except calls to the nodes set with FailCallsTo (Unavailable). Thread-safe.
+class RecordingTransport : public Transport {
+ public:
+  absl::Status StageStep(const std::string& to, const v1::StageStepRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    if (failing_.count(to) > 0) return absl::UnavailableError("connection refused");
+    steps_.push_back({to, r});
+    return absl::OkStatus();
+  }
+  absl::Status DeliverToken(const std::string&, const v1::DeliverTokenRequest&,
+                            v1::DeliverTokenReply*) override {
+    return absl::OkStatus();
+  }
+  absl::Status Cancel(const std::string& to, const std::string& id) override {
+    absl::MutexLock lock(&mu_);
+    if (failing_.count(to) > 0) return absl::UnavailableError("connection refused");
+    cancels_.push_back(absl::StrCat(to, " ", id));
+    return absl::OkStatus();
+  }
+  absl::Status DropSession(const std::string&, const std::string&) override {
+    return absl::OkStatus();
+  }
+  // Waits for the n-th step (1-based).
+  std::pair<std::string, v1::StageStepRequest> WaitStep(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return steps_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
+    return steps_.size() >= n ? steps_[n - 1] : std::pair<std::string, v1::StageStepRequest>{};
+  }
+  size_t steps() {
+    absl::MutexLock lock(&mu_);
+    return steps_.size();
+  }
+  // Waits for at least n cancels ("<node> <stage request id>"), and returns
+  // all so far.
+  std::vector<std::string> WaitCancels(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancels_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
+    return cancels_;
+  }
+  void FailCallsTo(std::set<std::string> nodes) {
+    absl::MutexLock lock(&mu_);
+    failing_ = std::move(nodes);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> failing_ ABSL_GUARDED_BY(mu_);
+};
+
+// A plan whose stage i runs on nodes[i], layers [i, i + 1).
+inline v1::Plan PlanOf(std::vector<std::string> nodes, uint64_t epoch) {
+  v1::Plan plan;
+  plan.set_epoch(epoch);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    v1::PlanStage* s = plan.add_stages();
+    s->set_node_id(nodes[i]);
+    s->set_first_layer(static_cast<uint32_t>(i));
+    s->set_last_layer(static_cast<uint32_t>(i + 1));
+  }
+  return plan;
+}
+
+}  // namespace ringlm
+
+#endif  // RINGLM_DAEMON_ORIGIN_TEST_ORIGIN_H_
