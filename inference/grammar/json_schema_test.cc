@@ -2,8 +2,10 @@
 // compiled grammars accept (checked byte by byte with a single-byte vocabulary).
 #include "inference/grammar/json_schema.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -110,6 +112,85 @@ TEST(JsonSchemaTest, ObjectsFollowDeclaredOrder) {
   EXPECT_FALSE(Matches(schema, R"({"b":true,"d":1})"));  // no additional properties
   EXPECT_FALSE(Matches(schema, R"({"a":1.5,"b":true})"));
   EXPECT_FALSE(Matches(schema, R"({"b":true,})"));
+}
+
+// The bytes that may come next after `prefix` (a valid prefix of `schema`).
+std::string AllowedBytes(const std::string& schema, const std::string& prefix) {
+  absl::StatusOr<Grammar> g = CompileJsonSchema(Json::parse(schema));
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return "";
+  GrammarMatcher m(*g, std::make_shared<const TokenVocabulary>(testing::ByteVocab()));
+  EXPECT_TRUE(m.AcceptBytes(prefix).ok()) << prefix;
+  std::vector<uint8_t> allowed;
+  m.FillMask(&allowed);
+  std::string bytes;
+  for (int c = 0; c < 256; ++c) {
+    if (allowed[c] == 1) bytes.push_back(static_cast<char>(c));
+  }
+  return bytes;
+}
+
+// Issue 38: with additionalProperties left out, an object that lists
+// `properties` has only those (as llama.cpp's json-schema-to-grammar does),
+// so a weak model can close it instead of inventing keys until max_tokens.
+TEST(JsonSchemaTest, ObjectsWithoutAdditionalPropertiesCloseAfterDeclaredKeys) {
+  const std::string schema = R"({"type":"object","properties":{
+      "a":{"type":"integer"},"b":{"type":"boolean"}},"required":["a"]})";
+  EXPECT_TRUE(Matches(schema, R"({"a":1})"));
+  EXPECT_TRUE(Matches(schema, R"({"a":1,"b":true})"));
+  EXPECT_FALSE(Matches(schema, R"({"a":1,"c":2})"));  // no extra key
+  EXPECT_FALSE(Matches(schema, R"({"a":1,"b":true,"c":2})"));
+  EXPECT_FALSE(Matches(schema, R"({"b":true})"));  // a is still required
+  EXPECT_FALSE(Matches(schema, R"({"b":true,"a":1})"));
+  // After the last declared key only the close (or whitespace) may follow;
+  // after the required one, the optional one or the close.
+  EXPECT_EQ(AllowedBytes(schema, R"({"a":1,"b":true)"), "\n }");
+  EXPECT_EQ(AllowedBytes(schema, R"({"a":1,)"), "\n \"");
+  EXPECT_EQ(AllowedBytes(schema, R"({"a":1,")"), "b");
+  // An empty `properties` is the empty object; no `properties` is any object.
+  EXPECT_TRUE(Matches(R"({"type":"object","properties":{}})", "{}"));
+  EXPECT_FALSE(Matches(R"({"type":"object","properties":{}})", R"({"a":1})"));
+  EXPECT_TRUE(Matches(R"({"type":"object"})", R"({"a":1})"));
+  EXPECT_TRUE(Matches(R"({"type":"object","description":"d"})", R"({"a":{"b":[]}})"));
+  // Untyped schemas narrowed to objects by `properties` close too.
+  EXPECT_FALSE(Matches(R"({"properties":{"a":{}}})", R"({"a":1,"b":2})"));
+  EXPECT_TRUE(Matches(R"({"properties":{"a":{}}})", R"({"a":[1]})"));
+}
+
+TEST(JsonSchemaTest, AdditionalPropertiesTrueOrASchemaStillAllowsMore) {
+  const std::string open = R"({"type":"object","properties":{"a":{"type":"integer"}},
+                               "required":["a"],"additionalProperties":true})";
+  EXPECT_TRUE(Matches(open, R"({"a":1,"c":[2,{"d":null}]})"));
+  EXPECT_TRUE(Matches(open, R"({"a":1})"));
+  EXPECT_EQ(AllowedBytes(open, R"({"a":1)"), "\n ,0123456789}");
+  EXPECT_TRUE(Matches(R"({"type":"object","properties":{"a":{}},"additionalProperties":{}})",
+                      R"({"a":1,"b":2})"));
+  const std::string closed = R"({"type":"object","properties":{"a":{"type":"integer"}},
+                                 "additionalProperties":false})";
+  EXPECT_FALSE(Matches(closed, R"({"a":1,"c":2})"));
+  EXPECT_EQ(AllowedBytes(closed, R"({"a":1)"), "\n 0123456789}");
+}
+
+TEST(JsonSchemaTest, NestedObjectsCloseUnlessTheyAllowMore) {
+  const std::string schema = R"({"type":"object","properties":{
+      "in":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]},
+      "open":{"type":"object","properties":{"y":{"type":"integer"}},"additionalProperties":true},
+      "list":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string"}}}},
+      "free":{"type":"object"}},
+      "required":["in"]})";
+  EXPECT_TRUE(Matches(schema, R"({"in":{"x":1}})"));
+  EXPECT_FALSE(Matches(schema, R"({"in":{"x":1,"z":2}})"));
+  EXPECT_FALSE(Matches(schema, R"({"in":{"x":1},"z":2})"));
+  EXPECT_TRUE(Matches(schema, R"({"in":{"x":1},"open":{"y":1,"z":[2]}})"));
+  EXPECT_TRUE(Matches(schema, R"({"in":{"x":1},"list":[{"k":"v"},{}]})"));
+  EXPECT_FALSE(Matches(schema, R"({"in":{"x":1},"list":[{"k":"v","j":1}]})"));
+  EXPECT_TRUE(Matches(schema, R"({"in":{"x":1},"free":{"anything":true}})"));
+  EXPECT_EQ(AllowedBytes(schema, R"({"in":{"x":1)"), "\n 0123456789}");
+  // The same through a $ref.
+  const std::string ref = R"({"$defs":{"p":{"type":"object","properties":{"x":{"type":"integer"}}}},
+      "type":"object","properties":{"p":{"$ref":"#/$defs/p"}}})";
+  EXPECT_TRUE(Matches(ref, R"({"p":{"x":1}})"));
+  EXPECT_FALSE(Matches(ref, R"({"p":{"x":1,"y":2}})"));
 }
 
 TEST(JsonSchemaTest, AdditionalPropertiesNeverRepeatDeclaredKeys) {

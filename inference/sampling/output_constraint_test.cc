@@ -104,6 +104,30 @@ TEST(OutputConstraintTest, AnyJsonObjectAndForcedToolCalls) {
   EXPECT_TRUE(nlohmann::json::parse(llama, nullptr, false)["parameters"].is_object()) << llama;
 }
 
+// Issue 38: tool parameters that leave additionalProperties out (llama.cpp's
+// own test tools do) give calls with only the declared keys.
+TEST(OutputConstraintTest, ToolCallsWithoutAdditionalPropertiesHaveOnlyDeclaredKeys) {
+  const std::string spec = R"({"type":"tool_call","family":"llama3-json","functions":[
+      {"name":"special_function","parameters":{"type":"object","properties":{
+       "arg1":{"type":"integer","description":"The arg."}},"required":["arg1"]}},
+      {"name":"python","parameters":{"type":"object","properties":{
+       "code":{"type":"string","maxLength":8}},"required":["code"]}}]})";
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const std::string text = SampleReply(spec, seed);
+    const nlohmann::json call = nlohmann::json::parse(text, nullptr, false);
+    ASSERT_TRUE(call.is_object()) << text;
+    const nlohmann::json& args = call["parameters"];
+    ASSERT_TRUE(args.is_object()) << text;
+    ASSERT_EQ(args.size(), 1u) << text;
+    if (call["name"] == "special_function") {
+      EXPECT_TRUE(args["arg1"].is_number_integer()) << text;
+    } else {
+      EXPECT_EQ(call["name"], "python") << text;
+      EXPECT_TRUE(args["code"].is_string()) << text;
+    }
+  }
+}
+
 TEST(OutputConstraintTest, AmbiguousSchemasStayCheapAndValid) {
   // 60 overlapping alternatives: the matcher keeps a bounded number of parse
   // heads (so masks stay cheap) and every reply still validates.

@@ -328,12 +328,18 @@ absl::StatusOr<NodeId> SchemaCompiler::CompileObject(const Json& schema, uint32_
     members.required.push_back(required.contains(name));
     declared.Insert(name);
   }
-  NodeId extra_value = b_->AnyValue(b_->options.max_any_depth);
+  // additionalProperties absent: an object that lists `properties` (even an
+  // empty list) has only those, so that it can close once they are written
+  // (llama.cpp's json-schema-to-grammar does the same, and OpenAI's strict
+  // mode asks for false); one that lists none is any object.
+  NodeId extra_value = kNeverNode;
   if (auto it = schema.find("additionalProperties"); it != schema.end()) {
     absl::StatusOr<NodeId> value =
         Compile(*it, depth + 1, ref_depth, Child(path, "additionalProperties"));
     if (!value.ok()) return value.status();
     extra_value = *value;
+  } else if (!schema.contains("properties")) {
+    extra_value = b_->AnyValue(b_->options.max_any_depth);
   }
   if (extra_value != kNeverNode) {
     // Extra keys must differ from the declared names (a duplicate key would
