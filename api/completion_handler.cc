@@ -24,6 +24,26 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(50);
 
 absl::Status BodyTooLarge() { return absl::OutOfRangeError("The request body is too large"); }
 
+AdmissionOptions LargeBodyTurns(const CompletionHandlerOptions& o) {
+  AdmissionOptions turns;
+  turns.max_running = o.max_large_bodies;
+  turns.max_queued = o.admission.max_queued;
+  turns.max_wait = o.admission.max_wait;
+  return turns;  // no metrics: they count generations
+}
+
+// The most bytes of prompt text that one token of `vocab` can stand for: its
+// longest piece, and at least 4 (the longest UTF-8 character, which may
+// become one unknown token). A piece is never shorter than the text it
+// matches: a SentencePiece "\u2581" (3 bytes) stands for a space, a
+// "<0xNN>" piece for one byte, a GPT-2 byte-level code point (1 or 2 bytes)
+// for one byte, and control and user-defined pieces for their own text.
+size_t MaxBytesPerToken(const Vocabulary& vocab) {
+  size_t longest = 4;
+  for (const std::string& piece : vocab.pieces) longest = std::max(longest, piece.size());
+  return longest;
+}
+
 }  // namespace
 
 void SetErrorResponse(const absl::Status& status, httplib::Response& res) {
@@ -42,21 +62,46 @@ CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& ca
       renderer_(renderer),
       options_(std::move(options)),
       replies_(options_.replies),
-      admission_(options_.admission) {}
+      admission_(options_.admission),
+      large_bodies_(LargeBodyTurns(options_)),
+      max_token_bytes_(MaxBytesPerToken(backend_.tokenizer().vocabulary())) {}
 
-void CompletionHandler::HandleChat(const httplib::Request& req, httplib::Response& res) {
-  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
-  Handle(ParseChatCompletionRequest(req.body, options_.json_limits), res);
+void CompletionHandler::HandleChat(std::string_view body, httplib::Response& res) {
+  Serve(body, &ParseChatCompletionRequest, res);
 }
 
-void CompletionHandler::HandleResponses(const httplib::Request& req, httplib::Response& res) {
-  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
-  Handle(ParseResponsesRequest(req.body, options_.json_limits), res);
+void CompletionHandler::HandleResponses(std::string_view body, httplib::Response& res) {
+  Serve(body, &ParseResponsesRequest, res);
 }
 
-void CompletionHandler::HandleText(const httplib::Request& req, httplib::Response& res) {
-  if (req.body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
-  Handle(ParseTextCompletionRequest(req.body, options_.json_limits), res);
+void CompletionHandler::HandleText(std::string_view body, httplib::Response& res) {
+  Serve(body, &ParseTextCompletionRequest, res);
+}
+
+void CompletionHandler::Serve(std::string_view body, Parser parse, httplib::Response& res) {
+  if (body.size() > options_.max_body_bytes) return SetErrorResponse(BodyTooLarge(), res);
+  std::optional<Slot> large_body;
+  if (body.size() >= options_.large_body_bytes) {
+    absl::StatusOr<Slot> turn = large_bodies_.Admit();
+    if (!turn.ok()) return SetErrorResponse(turn.status(), res);
+    large_body.emplace(*std::move(turn));
+  }
+  Handle(parse(body, options_.json_limits), std::move(large_body), res);
+}
+
+absl::Status CompletionHandler::CheckTextCanFit(size_t text_bytes, size_t fixed_tokens,
+                                                std::string_view param) const {
+  // Each token stands for at most max_token_bytes_ of the text, so the text
+  // is at least this many tokens, whatever it tokenizes to.
+  const size_t min_tokens = fixed_tokens + (text_bytes + max_token_bytes_ - 1) / max_token_bytes_;
+  const uint32_t context = backend_.context_size();
+  if (min_tokens == 0 || CheckPromptFits(min_tokens, context).ok()) return absl::OkStatus();
+  return WithOpenAiCode(
+      absl::InvalidArgumentError(absl::StrCat("This model's maximum context length is ", context,
+                                              " tokens. However, your prompt (", text_bytes,
+                                              " bytes of text) is at least ", min_tokens,
+                                              " tokens, leaving no room for a completion.")),
+      "context_length_exceeded", param);
 }
 
 std::vector<int32_t> CompletionHandler::Tokenize(std::vector<PromptSegment> segments) const {
@@ -79,6 +124,14 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   if (request.tool_choice.mode != ToolChoice::Mode::kNone) {
     params.tool_calls = renderer_.tool_family();
   }
+  const char* prompt_param = request.kind == CompletionRequest::Kind::kChat ? "messages"
+                             : chat                                         ? "input"
+                                                                            : "prompt";
+  // Text that can never fit the context is refused before it is tokenized:
+  // tokenizing holds tens of bytes per byte of text (8 prompts of 4 MB took
+  // the head's peak from 22 MB to 1.3 GB), and the body limit alone lets a
+  // prompt hold millions of tokens. Rendering a chat template costs a copy
+  // or two of the text, under the large-body turn taken in Serve.
   if (chat) {
     absl::StatusOr<std::vector<PromptSegment>> rendered =
         RenderWithReplyIds(renderer_, request.messages, request.tools, replies_);
@@ -87,6 +140,16 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
           request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
           std::string(rendered.status().message()));
     }
+    size_t text_bytes = 0;
+    size_t fixed_tokens = 0;  // ids segments, verbatim
+    for (const PromptSegment& segment : *rendered) {
+      if (segment.ids.empty()) {
+        text_bytes += segment.text.size();
+      } else {
+        fixed_tokens += segment.ids.size();
+      }
+    }
+    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(text_bytes, fixed_tokens, prompt_param));
     params.request.prompt = Tokenize(*std::move(rendered));
   } else if (!request.prompt_ids.empty()) {
     for (int32_t id : request.prompt_ids) {
@@ -100,12 +163,10 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   } else {
     // A raw prompt is the client's own text, markers included (as llama.cpp's
     // /completion): special-token text in it becomes control tokens.
+    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(request.prompt.size(), 0, prompt_param));
     params.request.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
                                                         /*parse_special=*/true);
   }
-  const char* prompt_param = request.kind == CompletionRequest::Kind::kChat ? "messages"
-                             : chat                                         ? "input"
-                                                                            : "prompt";
   if (params.request.prompt.empty()) {
     return InvalidFieldError(prompt_param, "the prompt is empty");
   }
@@ -125,7 +186,8 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   return params;
 }
 
-void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res) {
+void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed,
+                               std::optional<Slot> large_body, httplib::Response& res) {
   if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
   // From here on, `model` is the name the response reports.
   absl::StatusOr<std::string> model = models_.Resolve(parsed->model);
@@ -136,6 +198,7 @@ void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed, httplib
   if (!ticket.ok()) return SetErrorResponse(ticket.status(), res);
   auto slot = std::make_unique<Slot>(*std::move(ticket));
   absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
+  large_body.reset();  // the prompt is made: what remains is bounded by the context
   if (!params.ok()) return SetErrorResponse(params.status(), res);
   // Chat replies are recorded, for when the client sends them back.
   ReplyStore* replies = parsed->kind != CompletionRequest::Kind::kText ? &replies_ : nullptr;

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,7 +35,13 @@ struct CompletionHandlerOptions {
   bool keep_sessions = true;   // keep KV sessions for prefix reuse (the prefix cache is on)
   AdmissionOptions admission;  // generations at once, and the line behind them
   JsonLimits json_limits;
-  size_t max_body_bytes = 4 << 20;        // a (chunked) body past this gets 413
+  size_t max_body_bytes = 4 << 20;  // a (chunked) body past this gets 413
+  // Bodies of at least large_body_bytes are parsed and turned into a prompt
+  // at most max_large_bodies at a time (the others wait in a line, as for
+  // admission): that work holds a few times the body's size, and without a
+  // bound the in-flight body limit alone would let it grow to gigabytes.
+  size_t large_body_bytes = 1 << 20;
+  int max_large_bodies = 2;
   bool parse_special_in_content = false;  // see ApiOptions
   ReplyStoreOptions replies;              // the chat replies kept as their ids
 };
@@ -43,9 +51,12 @@ struct CompletionHandlerOptions {
 // produced (ApiServer stops the HTTP server first).
 //
 // Order of work per request, cheapest first so that a flood costs little:
-// parse the body (bounded by json_limits), check the model name, take a
-// running slot (waiting in line for one; 429 when the line is full), and
-// only then check readiness, render the chat template and tokenize.
+// parse the body (bounded by json_limits; a large body first waits for one of
+// max_large_bodies turns, held until its prompt is made), check the model
+// name, take a running slot (waiting in line for one; 429 when the line is
+// full), and
+// only then check readiness, render the chat template, refuse text too long
+// for the context from its size alone, and tokenize.
 //
 // Chat replies are recorded in a ReplyStore the handler owns, and a chat
 // prompt uses their generated ids where a request sends them back
@@ -55,21 +66,35 @@ class CompletionHandler {
   CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
                     const ChatRenderer& renderer, CompletionHandlerOptions options);
 
-  void HandleChat(const httplib::Request& req, httplib::Response& res);
-  void HandleText(const httplib::Request& req, httplib::Response& res);
-  void HandleResponses(const httplib::Request& req, httplib::Response& res);
+  // `body`: the request's whole body. Sets `res` to the answer.
+  void HandleChat(std::string_view body, httplib::Response& res);
+  void HandleText(std::string_view body, httplib::Response& res);
+  void HandleResponses(std::string_view body, httplib::Response& res);
 
   // Makes every waiting or streaming request give up (server shutdown).
   void Shutdown() {
     stopping_ = true;
     admission_.Shutdown();
+    large_bodies_.Shutdown();
   }
 
  private:
   using Slot = Admission::Ticket;  // a running slot, released on destruction
-  void Handle(absl::StatusOr<CompletionRequest> parsed, httplib::Response& res);
+  using Parser = absl::StatusOr<CompletionRequest> (*)(std::string_view, const JsonLimits&);
+  // The body size checks and its large-body turn, then `parse` and Handle.
+  void Serve(std::string_view body, Parser parse, httplib::Response& res);
+  // `large_body`: the large-body turn, if the body needed one; given back
+  // once the prompt is made.
+  void Handle(absl::StatusOr<CompletionRequest> parsed, std::optional<Slot> large_body,
+              httplib::Response& res);
   // What comes after admission and before Submit: readiness, the prompt.
   absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
+  // OK unless `text_bytes` of prompt text plus `fixed_tokens` verbatim ids
+  // cannot fit the context, whatever the text tokenizes to: then the same
+  // 400 context_length_exceeded (on `param`) that CheckPromptFits gives
+  // after tokenizing. Costs no allocation that grows with the text.
+  absl::Status CheckTextCanFit(size_t text_bytes, size_t fixed_tokens,
+                               std::string_view param) const;
   // The prompt's tokens: chat messages rendered in the template's format
   // (ids segments verbatim).
   std::vector<int32_t> Tokenize(std::vector<PromptSegment> segments) const;
@@ -92,6 +117,9 @@ class CompletionHandler {
   const CompletionHandlerOptions options_;
   ReplyStore replies_;
   Admission admission_;
+  Admission large_bodies_;  // turns of max_large_bodies
+  // The most bytes of text one token of the vocabulary stands for.
+  const size_t max_token_bytes_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -18,6 +18,17 @@ using Json = nlohmann::ordered_json;
 
 const Json* Field(const Json& body, const char* name) { return JsonField(body, name); }
 
+// Field, for moving a value out of it: a prompt may be megabytes, and a copy
+// would hold it twice while the body and the parsed JSON are still alive.
+Json* MutableField(Json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// The string `v` holds, moved out of it (`v` is left an empty string).
+std::string TakeString(Json& v) { return std::move(v.get_ref<std::string&>()); }
+
 absl::StatusOr<double> NumberIn(const Json& body, const char* name, double lo, double hi,
                                 double fallback) {
   const Json* v = Field(body, name);
@@ -178,15 +189,16 @@ absl::StatusOr<Json> ParseObject(std::string_view body, const JsonLimits& limits
 
 // `part_types`: the content-part types that carry text ("text" on chat;
 // "input_text" and "output_text" on the Responses API).
-absl::StatusOr<std::string> MessageContent(const Json& message, const std::string& param,
+// A string content is moved out of `message`.
+absl::StatusOr<std::string> MessageContent(Json& message, const std::string& param,
                                            const std::string& role,
                                            std::initializer_list<std::string_view> part_types) {
-  const Json* content = Field(message, "content");
+  Json* content = MutableField(message, "content");
   if (content == nullptr) {
     if (role == "assistant") return std::string();
     return InvalidFieldError(param + ".content", "'content' is required");
   }
-  if (content->is_string()) return content->get<std::string>();
+  if (content->is_string()) return TakeString(*content);
   if (!content->is_array()) {
     return InvalidFieldError(param + ".content", "'content' must be a string or an array of parts");
   }
@@ -280,12 +292,12 @@ absl::StatusOr<CompletionRequest> ParseChatCompletionRequest(std::string_view bo
                               "parallel_tool_calls", "response_format"}));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kChat;
-  const Json* messages = Field(json, "messages");
+  Json* messages = MutableField(json, "messages");
   if (messages == nullptr) return InvalidFieldError("messages", "'messages' is required");
   if (!messages->is_array()) return InvalidFieldError("messages", "'messages' must be an array");
   if (messages->empty()) return InvalidFieldError("messages", "'messages' must not be empty");
   for (size_t i = 0; i < messages->size(); ++i) {
-    const Json& m = (*messages)[i];
+    Json& m = (*messages)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return InvalidFieldError(param, "a message must be an object");
     RINGLM_ASSIGN_OR_RETURN(std::string role_name, MessageRole(m, param, /*allow_tool=*/true));
@@ -326,11 +338,17 @@ absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view bo
   RINGLM_RETURN_IF_ERROR(CheckFieldsKnown(json, {"prompt", "logprobs"}));
   CompletionRequest out;
   out.kind = CompletionRequest::Kind::kText;
-  const Json* prompt = Field(json, "prompt");
+  Json* prompt = MutableField(json, "prompt");
   if (prompt == nullptr) return InvalidFieldError("prompt", "'prompt' is required");
   if (prompt->is_array() && prompt->size() == 1 &&
       ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
     prompt = &(*prompt)[0];  // one prompt (n > 1 is not supported)
+  }
+  if (prompt->is_array() && !prompt->empty() &&
+      ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    return InvalidFieldError("prompt",
+                             absl::StrCat("'prompt' holds ", prompt->size(),
+                                          " prompts; only one prompt per request is supported"));
   }
   if (prompt->is_array() && !prompt->empty()) {
     for (const Json& id : *prompt) {
@@ -341,7 +359,7 @@ absl::StatusOr<CompletionRequest> ParseTextCompletionRequest(std::string_view bo
       out.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
   } else if (prompt->is_string()) {
-    out.prompt = prompt->get<std::string>();
+    out.prompt = TakeString(*prompt);
   } else {
     return InvalidFieldError("prompt",
                              "'prompt' must be a string or an array of token ids (or an array "
@@ -366,13 +384,13 @@ absl::StatusOr<CompletionRequest> ParseResponsesRequest(std::string_view body,
     }
     out.messages.push_back(ChatMessage{"system", instructions->get<std::string>()});
   }
-  const Json* input = Field(json, "input");
+  Json* input = MutableField(json, "input");
   if (input == nullptr) return InvalidFieldError("input", "'input' is required");
   if (input->is_string()) {
-    out.messages.push_back(ChatMessage{"user", input->get<std::string>()});
+    out.messages.push_back(ChatMessage{"user", TakeString(*input)});
   } else if (input->is_array() && !input->empty()) {
     for (size_t i = 0; i < input->size(); ++i) {
-      const Json& item = (*input)[i];
+      Json& item = (*input)[i];
       const std::string param = absl::StrCat("input[", i, "]");
       if (!item.is_object()) return InvalidFieldError(param, "an input item must be an object");
       if (const Json* type = Field(item, "type");

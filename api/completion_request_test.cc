@@ -202,6 +202,18 @@ TEST(CompletionRequestTest, ParsesTokenIdPrompts) {
   ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[4294967296]})"), "prompt");
   ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[]})"), "prompt");
   ExpectInvalid(ParseTextCompletionRequest(R"({"prompt":[[1], [2]]})"), "prompt");
+  // A list of prompts is refused for what it is, not as malformed token ids.
+  for (const char* body : {R"({"prompt":[[1, 2], [3]]})", R"({"prompt":["a", "b"]})"}) {
+    absl::StatusOr<CompletionRequest> batch = ParseTextCompletionRequest(body);
+    ExpectInvalid(batch, "prompt");
+    EXPECT_NE(batch.status().message().find("only one prompt per request is supported"),
+              std::string::npos)
+        << batch.status();
+  }
+  // Token ids mixed with other values are still malformed token ids.
+  absl::StatusOr<CompletionRequest> mixed = ParseTextCompletionRequest(R"({"prompt":[1, [2]]})");
+  ExpectInvalid(mixed, "prompt");
+  EXPECT_NE(mixed.status().message().find("integers >= 0"), std::string::npos) << mixed.status();
 }
 
 TEST(CompletionRequestTest, NullCountsAsAbsent) {

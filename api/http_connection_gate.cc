@@ -36,6 +36,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a connection closed after an error answer keeps reading what the
+// client still sends, so that it can read the answer.
+constexpr std::chrono::milliseconds kAnswerLinger{500};
+
 // Longest single sleep in poll(), so that waiting threads notice stop().
 constexpr std::chrono::milliseconds kPollSlice{200};
 
@@ -103,19 +107,26 @@ void SendAll(int fd, std::string_view data, std::chrono::milliseconds timeout) {
   }
 }
 
-// Closes after a response, reading (and dropping) what the client still sends
-// for up to `linger`, so that unread input does not turn the close into a
-// reset that could destroy the response before the client reads it.
-void CloseAfterResponse(int fd, std::chrono::milliseconds linger) {
+// What the client may still send after our answer and the close.
+struct Linger {
+  std::chrono::milliseconds time{0};  // read for at most this long
+  uint64_t max_bytes = 1 << 20;       // and at most this many bytes
+};
+
+// Closes after a response, reading (and dropping, through a small buffer)
+// what the client still sends within `linger`, so that unread input does not
+// turn the close into a reset that could destroy the response before the
+// client reads it.
+void CloseAfterResponse(int fd, Linger linger) {
   ::shutdown(fd, SHUT_WR);
-  const Clock::time_point deadline = Clock::now() + linger;
-  char sink[4096];
-  size_t drained = 0;
-  for (;;) {
-    const ssize_t n = ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+  const Clock::time_point deadline = Clock::now() + linger.time;
+  char sink[16 << 10];
+  uint64_t drained = 0;
+  while (drained < linger.max_bytes) {
+    const ssize_t n = ::recv(fd, sink, std::min<uint64_t>(sizeof(sink), linger.max_bytes - drained),
+                             MSG_DONTWAIT);
     if (n > 0) {
       drained += static_cast<size_t>(n);
-      if (drained > (1u << 20)) break;
       continue;
     }
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
@@ -441,7 +452,7 @@ void GatedHttpServer::RefuseAndClose(socket_t sock) {
                                  absl::StrCat("The server has ", limits_.max_connections,
                                               " open connections (the limit); retry later"))),
           std::chrono::milliseconds(0));
-  CloseAfterResponse(sock, std::chrono::milliseconds(0));  // never wait on the accept thread
+  CloseAfterResponse(sock, Linger{});  // never wait on the accept thread
 }
 
 namespace {
@@ -468,7 +479,7 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
   const uint64_t open_body_budget =
       limits_.max_body_bytes + std::max<uint64_t>(64 << 10, limits_.max_body_bytes / 8);
   bool ret = false;
-  std::chrono::milliseconds linger{0};
+  Linger linger;
   std::string refusal;
   for (size_t served = 0; served < keep_alive_max_count_; ++served) {
     // A kept-alive connection may idle for keep_alive_timeout (httplib's 5 s)
@@ -489,7 +500,7 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
       refusal = ErrorResponse(
           431, absl::InvalidArgumentError(absl::StrCat("The request line and headers exceed ",
                                                        limits_.max_header_bytes, " bytes")));
-      linger = std::chrono::milliseconds(500);
+      linger.time = kAnswerLinger;
     }
     if (wait != ConnectionStream::Wait::kReady) break;
 
@@ -497,7 +508,16 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
         CheckHead(stream.unread().substr(0, block_bytes), limits_.max_body_bytes);
     if (head.reject_status != 0) {
       refusal = ErrorResponse(head.reject_status, head.reject);
-      linger = std::chrono::milliseconds(500);  // let the client read it before the close
+      if (head.reject_status == 413 && head.content_length <= limits_.max_discarded_body_bytes) {
+        // A client sends the whole body before it reads the answer: read
+        // and drop the rest of it, so that the close does not reset the
+        // connection and destroy the 413 before the client sees it.
+        const uint64_t buffered = stream.unread().size() - block_bytes;
+        linger.time = limits_.discard_timeout;
+        linger.max_bytes = head.content_length - std::min<uint64_t>(buffered, head.content_length);
+        break;
+      }
+      linger.time = kAnswerLinger;  // let the client read it before the close
       break;
     }
     // What httplib may read: exactly the Content-Length, or for a chunked
@@ -512,7 +532,7 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
       refusal = ErrorResponse(
           503, absl::ResourceExhaustedError("The server is receiving too many request bodies at "
                                             "once; retry later"));
-      linger = std::chrono::milliseconds(500);
+      linger.time = kAnswerLinger;
       break;
     }
     absl::Cleanup release = [this, reserved] { body_bytes_in_flight_.fetch_sub(reserved); };
@@ -527,7 +547,7 @@ bool GatedHttpServer::process_and_close_socket(socket_t sock) {
     // failed) or one whose end is not known exactly would be parsed as the
     // next request: close instead, after a linger so the answer is read.
     const bool body_read_exactly = !head.chunked && stream.consumed() == block_bytes + body_budget;
-    if (!body_read_exactly) linger = std::chrono::milliseconds(500);
+    if (!body_read_exactly) linger.time = kAnswerLinger;
     if (!ret || connection_closed || last || !body_read_exactly) break;
   }
   if (!refusal.empty()) SendAll(sock, refusal, write_timeout);

@@ -17,7 +17,9 @@
 // header_timeout and max_header_bytes, else the connection is closed (408 or
 // 431 when something partial came); an idle kept-alive connection is closed
 // after httplib's keep-alive timeout (5 s) if no next request begins. The head is then checked
-// before any body byte is read: Content-Length over max_body_bytes -> 413, a Content-Encoding
+// before any body byte is read: Content-Length over max_body_bytes -> 413 (the body is then
+// read and dropped, up to max_discarded_body_bytes, so the client can read the answer), a
+// Content-Encoding
 // -> 415, and past max_body_bytes_in_flight -> 503. Only then does httplib's
 // process_request parse and route it, over a
 // Stream that bounds the body's bytes and time (body_timeout) and polls with
@@ -47,6 +49,13 @@ struct ConnectionLimits {
   // gets 503 unread, so a flood of large bodies cannot exhaust memory.
   uint64_t max_body_bytes_in_flight = uint64_t{256} << 20;
   std::chrono::milliseconds body_timeout{60000};  // the whole body, once headers are in
+  // A body over max_body_bytes but at most this large is read and dropped
+  // (16 KiB at a time, never kept) after the 413, for at most
+  // discard_timeout, so that a client that sends the whole body before
+  // reading the answer gets the 413 rather than a reset connection. Larger
+  // claims are closed on after a short linger, as before.
+  uint64_t max_discarded_body_bytes = uint64_t{64} << 20;
+  std::chrono::milliseconds discard_timeout{10000};
 };
 
 // Contract:

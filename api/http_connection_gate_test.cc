@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 
@@ -199,6 +200,36 @@ TEST_F(GateTest, OversizedBodyIsRefusedFromContentLengthUnread) {
   EXPECT_TRUE(StartsWith(out, "HTTP/1.1 413")) << out;
   EXPECT_NE(out.find("request_too_large"), std::string::npos) << out;
   EXPECT_LT(Clock::now() - start, milliseconds(5000));  // not waiting for a GB
+}
+
+// A client that writes its whole body before reading (as most HTTP clients
+// do) reads the 413: the body is read and dropped, not met with a reset.
+TEST_F(GateTest, OversizedBodySentInFullStillGetsItsReadable413) {
+  ConnectionLimits limits;
+  limits.max_body_bytes = 1000;
+  Start(limits);
+  RawClient c(port_);
+  const size_t kBody = 10 << 20;
+  ASSERT_TRUE(c.Send(
+      absl::StrCat("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ", kBody, "\r\n\r\n")));
+  // Blocks until the server has taken all of it (10 MB exceeds any socket buffer).
+  ASSERT_TRUE(c.Send(std::string(kBody, 'x')));
+  const std::string out = c.ReadUntilClosed();
+  EXPECT_TRUE(StartsWith(out, "HTTP/1.1 413")) << out;
+  EXPECT_NE(out.find("request_too_large"), std::string::npos) << out;
+  EXPECT_TRUE(c.closed());
+}
+
+// The same through httplib's client, which fails on a broken pipe.
+TEST_F(GateTest, OversizedBodyFromAnHttpClientGets413Json) {
+  ConnectionLimits limits;
+  limits.max_body_bytes = 1000;
+  Start(limits);
+  httplib::Client client("127.0.0.1", port_);
+  httplib::Result r = client.Post("/echo", std::string(10 << 20, 'x'), "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 413);
+  EXPECT_NE(r->body.find("request_too_large"), std::string::npos) << r->body;
 }
 
 TEST_F(GateTest, ChunkedBodyIsBoundedToo) {

@@ -1,5 +1,7 @@
 #include "api/openai_server.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <csignal>
 #include <optional>
@@ -7,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
@@ -61,6 +64,43 @@ ChatRenderer RendererOf(const ApiOptions& o, GenerationBackend* b, absl::Status*
   return *ChatRenderer::Create(b->chat_template(), {}, b->tokenizer());
 }
 
+// The request body, read into one buffer sized from the Content-Length,
+// which the connection gate has already held to max_body_bytes: httplib's
+// own reading grows the body by doubling, touching up to twice its size. A
+// chunked body (no Content-Length) grows as it comes, up to max_body_bytes.
+// OutOfRange (413) past that; InvalidArgument when the body cannot be read.
+absl::StatusOr<std::string> ReadBody(const httplib::Request& req,
+                                     const httplib::ContentReader& reader, size_t max_body_bytes) {
+  std::string body;
+  uint64_t length = 0;
+  if (absl::SimpleAtoi(req.get_header_value("Content-Length"), &length)) {
+    body.reserve(std::min<uint64_t>(length, max_body_bytes));
+  }
+  bool too_large = false;
+  const bool read = reader([&](const char* data, size_t n) {
+    if (n > max_body_bytes - body.size()) {
+      too_large = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (too_large) return absl::OutOfRangeError("The request body is too large");
+  if (!read) return absl::InvalidArgumentError("The request body could not be read");
+  return body;
+}
+
+// After a request with a body at least this large, free heap memory goes
+// back to the system: glibc keeps what such a request freed, so that after
+// a flood of large bodies the process would hold its peak for good.
+constexpr size_t kTrimAfterBodyBytes = 1 << 20;
+
+void TrimHeap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o) {
   CompletionHandlerOptions h;
   h.keep_sessions = o.prefix_cache.enabled;
@@ -87,6 +127,9 @@ struct ApiServer::Impl {
         server(LimitsOf(options)) {}
 
   void Route();
+  // A route that reads the body itself (see ReadBody), then calls `handle`.
+  httplib::Server::HandlerWithContentReader WithBody(
+      void (CompletionHandler::*handle)(std::string_view, httplib::Response&));
   bool Authorized(const httplib::Request& req) const;
   // Host, Origin (and CORS preflight), API key: false when `res` holds the
   // refusal or the preflight's answer.
@@ -172,6 +215,21 @@ bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res)
   return true;
 }
 
+httplib::Server::HandlerWithContentReader ApiServer::Impl::WithBody(
+    void (CompletionHandler::*handle)(std::string_view, httplib::Response&)) {
+  return [this, handle](const httplib::Request& req, httplib::Response& res,
+                        const httplib::ContentReader& reader) {
+    size_t body_bytes = 0;
+    {
+      absl::StatusOr<std::string> body = ReadBody(req, reader, options.max_body_bytes);
+      if (!body.ok()) return SetErrorResponse(body.status(), res);
+      body_bytes = body->size();
+      (completions.*handle)(*body, res);
+    }
+    if (body_bytes >= kTrimAfterBodyBytes) TrimHeap();
+  };
+}
+
 void ApiServer::Impl::Route() {
   server.set_payload_max_length(options.max_body_bytes);
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -224,15 +282,9 @@ void ApiServer::Impl::Route() {
         absl::InternalError(absl::StrCat("Internal error handling ", req.path, ": ", what)), res);
   });
 
-  server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    completions.HandleChat(req, res);
-  });
-  server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    completions.HandleText(req, res);
-  });
-  server.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
-    completions.HandleResponses(req, res);
-  });
+  server.Post("/v1/chat/completions", WithBody(&CompletionHandler::HandleChat));
+  server.Post("/v1/completions", WithBody(&CompletionHandler::HandleText));
+  server.Post("/v1/responses", WithBody(&CompletionHandler::HandleResponses));
   auto model_json = [this](const std::string& id) {
     return nlohmann::json{
         {"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ringlm"}};

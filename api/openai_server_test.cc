@@ -335,6 +335,22 @@ TEST_F(ApiServerTest, RequestErrorsHaveOpenAiShape) {
   EXPECT_TRUE(backend_->submitted().empty());  // none of these reached the backend
 }
 
+// Text longer than the context could hold whatever it tokenizes to is
+// refused from its size, with the error a tokenized prompt gets.
+TEST_F(ApiServerTest, PromptTooLongForAnyTokenizationIsRefusedFromItsSize) {
+  StartServer({}, /*context=*/32);
+  const std::string text(1 << 20, 'x');  // a large body: it takes a large-body turn too
+  httplib::Result r = Post("/v1/completions", Json{{"prompt", text}}.dump());
+  ExpectError(r, 400, "invalid_request_error", "context_length_exceeded", "prompt");
+  EXPECT_NE(r->body.find("maximum context length is 32 tokens"), std::string::npos) << r->body;
+  ExpectError(Post("/v1/chat/completions",
+                   Json{{"messages", {{{"role", "user"}, {"content", text}}}}}.dump()),
+              400, "invalid_request_error", "context_length_exceeded", "messages");
+  ExpectError(Post("/v1/responses", Json{{"input", text}}.dump()), 400, "invalid_request_error",
+              "context_length_exceeded", "input");
+  EXPECT_TRUE(backend_->submitted().empty());
+}
+
 TEST_F(ApiServerTest, BackendErrorsMapToStatuses) {
   StartServer();
   Script("", FakeScript{.submit_error = absl::InternalError("boom")});
