@@ -21,21 +21,11 @@
 #include "base/exclusive_port.h"
 #include "chat/chat_template.h"
 #include "httplib.h"
+#include "security/bearer_token.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
 namespace {
-
-// Compares without an early exit, so the time taken does not reveal how much
-// of a guessed key was right.
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
 
 // The header's value, or nullopt when the request has none.
 std::optional<std::string> Header(const httplib::Request& req, const char* name) {
@@ -152,19 +142,7 @@ struct ApiServer::Impl {
 
 bool ApiServer::Impl::Authorized(const httplib::Request& req) const {
   if (options.api_key.empty()) return true;
-  const std::string header = req.get_header_value("Authorization");
-  // "Bearer <key>", the scheme in any case (RFC 7235), then spaces.
-  constexpr absl::string_view kBearer = "bearer";
-  std::string_view value = header;
-  if (value.size() <= kBearer.size() ||
-      !absl::EqualsIgnoreCase(absl::string_view(value.data(), kBearer.size()), kBearer) ||
-      (value[kBearer.size()] != ' ' && value[kBearer.size()] != '\t')) {
-    return false;
-  }
-  value.remove_prefix(kBearer.size());
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  return ConstantTimeEquals(value, options.api_key);
+  return BearerMatches(req.get_header_value("Authorization"), options.api_key);
 }
 
 bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res) const {

@@ -4,18 +4,38 @@
 
 #include <chrono>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/exclusive_port.h"
+#include "security/bearer_token.h"
 
 namespace ringlm {
+namespace {
 
-MetricsServer::MetricsServer(const MetricsRegistry& registry) : registry_(registry) {}
+constexpr int kListenerThreads = 4;
+
+}  // namespace
+
+MetricsServer::MetricsServer(const MetricsRegistry& registry, std::string bearer_token)
+    : registry_(registry), bearer_token_(std::move(bearer_token)) {}
 
 MetricsServer::~MetricsServer() { Stop(); }
 
 absl::Status MetricsServer::Start(const std::string& host, uint16_t port) {
   server_ = std::make_unique<httplib::Server>();
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  server_->new_task_queue = [] { return new httplib::ThreadPool(kListenerThreads); };
+  server_->set_read_timeout(5, 0);
+  server_->set_write_timeout(5, 0);
+  server_->set_payload_max_length(0);
+  server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!bearer_token_.empty() &&
+        !BearerMatches(req.get_header_value("Authorization"), bearer_token_)) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"ringlm metrics\"");
+      res.set_content("a bearer token is required (--metrics-token-file)\n", "text/plain");
+      return;
+    }
     res.set_content(registry_.RenderPrometheusText(), kPrometheusContentType);
   });
   BindExclusively(*server_);

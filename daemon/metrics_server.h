@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "base/metrics.h"
 
 namespace httplib {
@@ -15,12 +16,26 @@ class Server;
 
 namespace ringlm {
 
-// One HTTP listener thread, owned: Start binds (port 0 = any free port) and
-// returns once serving; Stop (also run by the destructor) stops and joins.
-// The registry must outlive it.
+// The host /metrics binds unless told otherwise: the metrics say how busy
+// the node is and how its caches are used, which is nobody else's business.
+inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
+
+// MetricsServer
+//
+// Purpose: one plain-HTTP listener for GET /metrics. With a bearer token,
+// a request without "Authorization: Bearer <token>" gets 401 (compared in
+// constant time); without one, any client that reaches the port may read.
+// Ownership: owns its listener and its threads (4 at most: scrapes are rare);
+// the registry must outlive it. Start binds (port 0 = any free port) and
+// returns once serving; Start may be called again after a failed Start.
+// Stop (also run by the destructor) stops and joins.
+// Thread-safety: Start, Stop and port() from one thread; requests are
+// served on the listener's threads.
+// Limits: 5 s per read and write, 8 KiB request line and headers, no body.
 class MetricsServer {
  public:
-  explicit MetricsServer(const MetricsRegistry& registry);
+  // `bearer_token` empty = no token needed.
+  explicit MetricsServer(const MetricsRegistry& registry, std::string bearer_token = "");
   ~MetricsServer();
 
   absl::Status Start(const std::string& host, uint16_t port);
@@ -29,6 +44,7 @@ class MetricsServer {
 
  private:
   const MetricsRegistry& registry_;
+  const std::string bearer_token_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   uint16_t port_ = 0;

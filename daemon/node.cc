@@ -12,6 +12,7 @@
 #include "daemon/cluster_readiness.h"
 #include "daemon/model_fetch/model_bootstrap.h"
 #include "daemon/node_gauges.h"
+#include "daemon/outsider_gate.h"
 #include "daemon/stage/step_validator.h"
 #include "discovery/node_identity.h"
 #include "inference/ops/cpu_target.h"
@@ -86,8 +87,9 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
     RINGLM_ASSIGN_OR_RETURN(node->compute_lock_, ComputeLock::Open(path));
   }
   // The network: other nodes' services, and the peer table.
-  // The largest message a well-formed step can be, and no larger: a flood
-  // of huge messages is refused by gRPC before it is buffered.
+  // The largest message a well-formed step can be, and no larger. gRPC 1.51
+  // checks it once a message is whole, so a peer without a certificate is
+  // refused at its headers instead (OutsiderGate).
   StepLimits step_limits;
   step_limits.n_embd = node->model_->config().n_embd;
   step_limits.max_step_tokens = o.origin.max_chunk_tokens;
@@ -240,14 +242,16 @@ absl::Status Node::Start() {
                                               .generate_slots = generate_slots_.get(),
                                               .origin = origin_.get()}));
   if (o.metrics_port.has_value()) {
-    metrics_server_ = std::make_unique<MetricsServer>(metrics_->registry);
+    metrics_server_ = std::make_unique<MetricsServer>(metrics_->registry, o.metrics_token);
     absl::Status s = metrics_server_->Start(o.metrics_host, *o.metrics_port);
     if (!s.ok() && o.metrics_port_is_default) {
       spdlog::warn("{}; serving /metrics on a free port instead", std::string(s.message()));
       s = metrics_server_->Start(o.metrics_host, 0);
     }
     RINGLM_RETURN_IF_ERROR(s);
-    spdlog::info("metrics at http://{}:{}/metrics", advertise_host_, metrics_server_->port());
+    const bool any = o.metrics_host == "0.0.0.0" || o.metrics_host == "::";
+    spdlog::info("metrics at http://{}:{}/metrics{}", any ? advertise_host_ : o.metrics_host,
+                 metrics_server_->port(), o.metrics_token.empty() ? "" : " (bearer token)");
   }
   ready_ = true;
 
@@ -278,9 +282,12 @@ absl::Status Node::StartServer() {
   grpc::ServerBuilder builder;
   int bound_port = 0;
   const std::string listen = absl::StrCat(o.grpc_host, ":", o.grpc_port);
-  builder.AddListeningPort(
-      listen, identity_ ? ServerCredentials(*identity_) : grpc::InsecureServerCredentials(),
-      &bound_port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (identity_) {
+    credentials = ServerCredentials(*identity_);
+    credentials->SetAuthMetadataProcessor(std::make_shared<OutsiderGate>(o.api_key));
+  }
+  builder.AddListeningPort(listen, credentials, &bound_port);
   builder.SetMaxReceiveMessageSize(o.rpc.max_message_bytes);
   // Replies may be larger: model chunks and manifests (kMaxModelMessageBytes).
   builder.SetMaxSendMessageSize(std::max(o.rpc.max_message_bytes, kMaxModelMessageBytes));
@@ -289,6 +296,13 @@ absl::Status Node::StartServer() {
   // messages it will refuse (BDP probing would let it grow to many MiB).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 64);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // A connection has this long for its TLS handshake and then its HTTP/2
+  // preface (gRPC closes one whose settings have not come by then); the
+  // default is 2 minutes.
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(o.grpc_handshake_timeout).count()));
   // gRPC binds with SO_REUSEPORT by default: a second daemon on this port
   // would bind too and take half the calls. A taken port is an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -61,6 +61,9 @@ struct NodeOptions {
   int max_generate_calls = 64;
   std::string grpc_host = "0.0.0.0";  // address the gRPC server binds
   uint16_t grpc_port = 47801;         // 0 = any free port
+  // A connection to the gRPC port must finish its TLS handshake and send
+  // its HTTP/2 preface within this, or it is closed.
+  std::chrono::milliseconds grpc_handshake_timeout{std::chrono::seconds(5)};
   // Host others should use for this node; empty = the first non-loopback
   // IPv4 address when bound to 0.0.0.0, else grpc_host.
   std::string advertise_host;
@@ -82,7 +85,10 @@ struct NodeOptions {
   bool measure_gflops = true;
   // GET /metrics; port 0 = any free port, nullopt = off.
   std::optional<uint16_t> metrics_port;
-  std::string metrics_host = "0.0.0.0";
+  // Loopback unless asked: plain HTTP, readable by whoever reaches it.
+  std::string metrics_host = kDefaultMetricsHost;
+  // When set, /metrics needs "Authorization: Bearer <metrics_token>".
+  std::string metrics_token;
   // The port was derived (gRPC port + 1000), not asked for: when something
   // else holds it, /metrics moves to a free port (with a warning) instead of
   // the node failing to start.
@@ -99,8 +105,11 @@ struct NodeOptions {
 // Nothing reaches through it: ringlmd's main gets the metrics registry and
 // the parts the HTTP API's backend uses, nothing else.
 // Security: with a cluster key, the gRPC server speaks mutual TLS only,
+// refuses a call from a peer without a certificate when its headers arrive
+// (all but Generate with the API key), and closes a connection whose TLS
+// handshake and HTTP/2 preface take longer than grpc_handshake_timeout;
 // announcements are authenticated, and the transport dials proven members
-// only (docs/security.md).
+// only (docs/security.md, "Listening ports").
 // Ownership: owns every part. Thread-safety: Start once, then Stop once
 // (also run by the destructor); the accessors are thread-safe after Start.
 class Node {

@@ -12,6 +12,7 @@
 #include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/kv_cache.h"
+#include "security/bearer_token.h"
 #include "security/crypto.h"
 #include "security/tls_credentials.h"
 #include "spdlog/spdlog.h"
@@ -28,12 +29,11 @@ absl::Status CheckVersion(uint32_t version) {
 }
 
 // "Bearer KEY" (the scheme in any case) -> KEY; empty when absent.
-std::string BearerToken(const grpc::ServerContextBase& ctx) {
+// The value of the call's "authorization" header; empty when it has none.
+std::string_view Authorization(const grpc::ServerContextBase& ctx) {
   auto it = ctx.client_metadata().find("authorization");
   if (it == ctx.client_metadata().end()) return "";
-  const std::string value(it->second.data(), it->second.size());
-  if (value.size() < 7 || !absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ")) return "";
-  return value.substr(7);
+  return std::string_view(it->second.data(), it->second.size());
 }
 
 // Streams one Generate call: origin events become GenerateEvents, written
@@ -315,8 +315,7 @@ class NodeService final : public v1::RingNode::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::GenerateRequest* request) override {
     absl::Status s = Authenticate(ctx).status();
     // Without a cluster certificate, the API key admits a client.
-    if (!s.ok() && !parts_.api_key.empty() &&
-        ConstantTimeEquals(BearerToken(*ctx), parts_.api_key)) {
+    if (!s.ok() && !parts_.api_key.empty() && BearerMatches(Authorization(*ctx), parts_.api_key)) {
       s = absl::OkStatus();
     }
     if (s.ok() && !parts_.generate_slots->TryAcquire()) {

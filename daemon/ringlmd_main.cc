@@ -13,8 +13,10 @@
 #include "base/arg_parser.h"
 #include "base/status_macros.h"
 #include "daemon/cluster_backend.h"
+#include "daemon/metrics_server.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
+#include "security/bearer_token.h"
 #include "security/cluster_key.h"
 #include "spdlog/spdlog.h"
 
@@ -133,6 +135,14 @@ void AddFlags(ArgParser& p) {
               "serve GET /metrics (Prometheus) on this port; 0 picks a free one "
               "(default: gRPC port + 1000, or a free one when that is taken; off when the gRPC "
               "port is 0)");
+  p.AddOption("metrics-host", "HOST",
+              "address /metrics binds; it is plain HTTP that tells how busy the node is: open it "
+              "to the network (0.0.0.0) only with --metrics-token-file",
+              kDefaultMetricsHost);
+  p.AddOption("metrics-token-file", "FILE",
+              "require 'Authorization: Bearer TOKEN' on /metrics, TOKEN being this file's "
+              "content without surrounding whitespace (mode 0600, as the cluster key; e.g. "
+              "`openssl rand -hex 32`)");
   p.AddOption("log-level", "LEVEL", "trace, debug, info, warn, error", "info");
 }
 
@@ -310,7 +320,11 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     o.context_size = static_cast<uint32_t>(*c);
   }
   o.state_dir = p.GetString("state-dir");
-  o.metrics_host = o.grpc_host;
+  o.metrics_host = p.GetString("metrics-host");
+  if (p.Has("metrics-token-file")) {
+    RINGLM_ASSIGN_OR_RETURN(o.metrics_token, ReadBearerTokenFile(p.GetString("metrics-token-file"),
+                                                                 "metrics token file"));
+  }
   if (p.Has("metrics-port")) {
     auto m = p.GetInt("metrics-port", 0, 65535);
     if (!m.ok()) return m.status();
