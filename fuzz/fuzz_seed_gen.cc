@@ -232,6 +232,40 @@ void WriteSteps(const std::string& dir) {
   r = reuse;
   r.set_reuse_len(0);
   emit("bad_fork_without_reuse.pb", r, false);
+
+  // Steps that omit their request's parts (the kept request's, from
+  // fuzz::KeptPartsTable): a decode step, and ones the table refuses.
+  auto emit_omitted = [&](const std::string& name, const v1::StageStepRequest& step,
+                          absl::StatusCode code) {
+    RequestPartsTable table = fuzz::KeptPartsTable();
+    v1::StageStepRequest filled = step;
+    absl::Status s = table.Fill(filled);
+    if (s.ok()) s = ValidateStageStep(filled, limits);
+    Expect(s.code() == code, name + ": " + std::string(s.message()));
+    Write(dir, name, step.SerializeAsString());
+  };
+  v1::StageStepRequest omitted;
+  omitted.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  omitted.set_request_id(std::string(fuzz::kKeptRequestId));
+  omitted.set_session_id("sess-7f3a");
+  omitted.set_origin(std::string(fuzz::kKeptOrigin));
+  omitted.set_parts_omitted(true);
+  omitted.set_stage_index(1);
+  omitted.set_position(100);
+  omitted.add_tokens(7);
+  SetHidden(omitted, v1::DTYPE_F16);
+  omitted.set_sample(true);
+  omitted.set_generated(3);
+  emit_omitted("parts_omitted_decode.pb", omitted, absl::StatusCode::kOk);
+  r = omitted;
+  r.set_constraint(R"({"type":"json_object"})");
+  emit_omitted("bad_parts_omitted_but_carried.pb", r, absl::StatusCode::kInvalidArgument);
+  r = omitted;
+  r.set_request_id("req-unknown");
+  emit_omitted("bad_parts_omitted_unknown.pb", r, absl::StatusCode::kFailedPrecondition);
+  r = omitted;
+  r.set_origin("node-c");
+  emit_omitted("bad_parts_omitted_other_origin.pb", r, absl::StatusCode::kPermissionDenied);
 }
 
 // ---- gguf_fuzzer -------------------------------------------------------------

@@ -2,7 +2,9 @@
 // an untrusted StageStep from the network passes before it is queued.
 //
 // The input is parsed as a serialized ringlm.v1.StageStepRequest, as gRPC
-// would; inputs that are not one are skipped. The step is validated against a
+// would; inputs that are not one are skipped. A step that omits its parts
+// (parts_omitted) first gets them from a RequestPartsTable holding one
+// request's (step_limits.h), as the stage does. The step is validated against a
 // node running stories260K (fuzz_constants.h). A rejection must be
 // InvalidArgument (and map to gRPC's INVALID_ARGUMENT). An accepted step must
 // satisfy every promise of the header, each re-checked here independently:
@@ -110,6 +112,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       new ringlm::StepLimits(ringlm::fuzz::StoriesStepLimits());
   ringlm::v1::StageStepRequest step;
   if (!step.ParseFromArray(data, static_cast<int>(size))) return -1;  // not a message: don't keep
+  if (step.parts_omitted()) {
+    // As StageRuntime::Enqueue: the kept parts go in first. A refusal is a
+    // malformed step, an unknown request or another origin's.
+    ringlm::RequestPartsTable table = ringlm::fuzz::KeptPartsTable();
+    const absl::Status filled = table.Fill(step);
+    if (!filled.ok()) {
+      FUZZ_CHECK(filled.code() == absl::StatusCode::kInvalidArgument ||
+                 filled.code() == absl::StatusCode::kFailedPrecondition ||
+                 filled.code() == absl::StatusCode::kPermissionDenied);
+      return 0;
+    }
+    FUZZ_CHECK(step.request_id() == ringlm::fuzz::kKeptRequestId);
+    FUZZ_CHECK(step.origin() == ringlm::fuzz::kKeptOrigin);
+  }
   const absl::Status status = ringlm::ValidateStageStep(step, *limits);
   if (!status.ok()) {
     FUZZ_CHECK(status.code() == absl::StatusCode::kInvalidArgument);
