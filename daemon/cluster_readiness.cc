@@ -33,7 +33,8 @@ absl::StatusOr<v1::Plan> AwaitPlanWithout(const ClusterView& cluster,
     std::shared_ptr<const ClusterSnapshot> snap = cluster.current();
     const bool clear = std::none_of(
         snap->partition.stages.begin(), snap->partition.stages.end(), [&](const Stage& s) {
-          return std::find(avoid.begin(), avoid.end(), s.node_id) != avoid.end();
+          return std::find(avoid.begin(), avoid.end(), s.node_id) != avoid.end() &&
+                 !cluster.BackSinceReported(*snap, s.node_id);
         });
     // Without the failed nodes, the rest cannot hold the model: no wait
     // helps (until a node joins), and the message gives the shortfall.

@@ -23,7 +23,11 @@ namespace ringlm {
 absl::Status WaitUntilConverged(const ClusterView& cluster, std::chrono::milliseconds patience);
 
 // For recovering requests (OriginClusterHooks::await_plan): the next plan
-// of `cluster` that every node agrees on and that names none of `avoid`.
+// of `cluster` that every node agrees on and that names none of `avoid`,
+// except nodes back since they were reported unreachable
+// (ClusterView::BackSinceReported): a node restarted at once (same id, a new
+// instance) may rejoin before a plan without it forms, and its new instance
+// serves as well as any member.
 // Polls every 50 ms until `deadline`, then Unavailable naming the wait;
 // ResourceExhausted at once when the nodes other than `avoid` cannot hold
 // the model (no wait helps until a node joins); Unavailable at once when

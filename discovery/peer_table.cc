@@ -77,8 +77,8 @@ absl::StatusOr<PeerChange> PeerTable::Observe(const Announcement& a, std::string
     e.host_advertised = advertised;
     e.host_last_seen = now;
     e.last_timestamp_ms = a.timestamp_ms;
+    e.info.added_version = ++version_;
     peers_.insert_or_assign(a.node_id, std::move(e));
-    ++version_;
     return restarted ? PeerChange::kRestarted : PeerChange::kJoined;
   }
 

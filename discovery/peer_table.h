@@ -46,6 +46,11 @@ struct PeerInfo {
   bool verified = false;
   SteadyTime first_seen{};  // when this instance was first seen
   SteadyTime last_seen{};
+  // The table's version() right after this entry was added: when the node id
+  // joined, or again after it was removed, or when a new instance replaced
+  // the old one. An entry with added_version > v was added after the table
+  // stood at version v: it is not the entry that was there then.
+  uint64_t added_version = 0;
 
   bool operator==(const PeerInfo&) const = default;
 };

@@ -292,6 +292,51 @@ TEST(PeerTableTest, AnExpiredOrRemovedIdIsFreeAgain) {
   EXPECT_EQ(table.Find("a")->spki_fingerprint, kIdentityA);
 }
 
+// A restart with the same key replaces the old instance's entry at once,
+// and every new entry of an id (join, restart, or back after removal)
+// carries the version it was added at; other changes keep it. Another key
+// still cannot replace it.
+TEST(PeerTableTest, AddedVersionMarksEachNewEntryOfAnId) {
+  FakeClock clock;
+  PeerTable table;
+  ASSERT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  EXPECT_EQ(table.Find("a")->added_version, table.version());
+  ASSERT_EQ(*table.Observe(Peer("b"), "10.0.0.2", clock.Now()), PeerChange::kJoined);
+  EXPECT_EQ(table.Find("b")->added_version, table.version());
+  const uint64_t a_added = table.Find("a")->added_version;
+  EXPECT_LT(a_added, table.version());
+
+  // Refresh, new caps, proof of identity: the same entry.
+  clock.Advance(milliseconds(100));
+  EXPECT_EQ(*table.Observe(Peer("a"), "10.0.0.1", clock.Now()), PeerChange::kRefreshed);
+  EXPECT_EQ(*table.Observe(Peer("a", 1, 2000), "10.0.0.1", clock.Now()), PeerChange::kUpdated);
+  ASSERT_TRUE(table.MarkVerified("a", kIdentityA, "10.0.0.1:5000"));
+  EXPECT_EQ(table.Find("a")->added_version, a_added);
+
+  // Another key announcing a new instance is refused: the entry stays.
+  const uint64_t v = table.version();
+  EXPECT_EQ(table.Observe(Impostor(Peer("a", 2)), "10.0.0.9", clock.Now()).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(table.Find("a")->added_version, a_added);
+  EXPECT_TRUE(table.Find("a")->verified);
+  EXPECT_EQ(table.version(), v);
+
+  // The same key with a new instance (a restart) replaces it at once,
+  // unverified until its next health call.
+  EXPECT_EQ(*table.Observe(Peer("a", 2), "10.0.0.1", clock.Now()), PeerChange::kRestarted);
+  const PeerInfo restarted = *table.Find("a");
+  EXPECT_EQ(restarted.instance_id, 2u);
+  EXPECT_FALSE(restarted.verified);
+  EXPECT_EQ(restarted.added_version, table.version());
+  EXPECT_GT(restarted.added_version, v);
+
+  // Removed and heard again, even as the same instance: a new entry.
+  ASSERT_TRUE(table.Remove("a"));
+  const uint64_t removed_at = table.version();
+  EXPECT_EQ(*table.Observe(Peer("a", 2), "10.0.0.1", clock.Now()), PeerChange::kJoined);
+  EXPECT_GT(table.Find("a")->added_version, removed_at);
+}
+
 TEST(PeerTableTest, RejectsABadFingerprintLength) {
   FakeClock clock;
   PeerTable table;

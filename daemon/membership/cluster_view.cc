@@ -1,5 +1,6 @@
 #include "daemon/membership/cluster_view.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,9 @@ namespace ringlm {
 namespace {
 
 constexpr auto kTick = std::chrono::milliseconds(100);
+// Node ids whose last ReportUnreachable the view remembers: more than a
+// cluster has members, so only ids long gone are forgotten.
+constexpr size_t kMaxReported = 256;
 
 // "host:port" -> host ("[v6]:port" -> v6).
 std::string HostOf(const std::string& address) {
@@ -99,11 +103,44 @@ std::string ClusterView::applied_partition() const {
 }
 
 void ClusterView::ReportUnreachable(const std::string& node_id) {
-  std::optional<PeerInfo> peer = discovery_->peers().Find(node_id);
-  if (discovery_->peers().Remove(node_id)) {
+  PeerTable& table = discovery_->peers();
+  std::optional<PeerInfo> peer = table.Find(node_id);
+  // Read before Remove: whatever entry of the id is there now (the one
+  // reported, or one added meanwhile) has added_version <= this and goes;
+  // any entry added after the removal is above it.
+  const uint64_t version = table.version();
+  if (table.Remove(node_id)) {
     spdlog::warn("peer {} is unreachable; removed from the peer table", node_id);
   }
+  {
+    absl::MutexLock lock(&mu_);
+    // max: of two reports racing, the later read holds.
+    uint64_t& reported = reported_[node_id];
+    reported = std::max(reported, version);
+    if (reported_.size() > kMaxReported) {
+      auto oldest =
+          std::min_element(reported_.begin(), reported_.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      reported_.erase(oldest);
+    }
+  }
   if (peer.has_value()) client_->CancelCallsTo(peer->address);
+}
+
+bool ClusterView::BackSinceReported(const ClusterSnapshot& snapshot,
+                                    const std::string& node_id) const {
+  uint64_t reported_at = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = reported_.find(node_id);
+    if (it == reported_.end()) return false;
+    reported_at = it->second;
+  }
+  // snapshot.peers holds verified entries only.
+  for (const PeerInfo& p : snapshot.peers) {
+    if (p.node_id == node_id) return p.added_version > reported_at;
+  }
+  return false;
 }
 
 void ClusterView::PollHealth() {
@@ -185,6 +222,11 @@ void ClusterView::Recompute() {
                       st.first_layer, ",", st.last_layer, ")");
     }
     next->plan = PlanToProto(*partition, next->epoch, fingerprint_, footprint_.n_layers);
+    for (v1::PlanStage& stage : *next->plan.mutable_stages()) {
+      for (const PeerInfo& p : next->peers) {
+        if (p.node_id == stage.node_id()) stage.set_instance_id(p.instance_id);
+      }
+    }
     spdlog::info("partition epoch {}: {}", next->epoch, DescribePartition(*partition));
   } else {
     next->status = partition.status();

@@ -79,6 +79,12 @@ class ClusterView {
   // A call to `node_id` failed: forget it until it announces again, and end
   // the calls still in flight to it.
   void ReportUnreachable(const std::string& node_id);
+  // True when `node_id` was reported unreachable and is a member in
+  // `snapshot` through a peer-table entry added after the last report: it
+  // announced anew (a restart, or the same process back) and then proved
+  // its identity by a health call, so a plan may use it again. False for a
+  // node never reported, and for the entry that was there at the report.
+  bool BackSinceReported(const ClusterSnapshot& snapshot, const std::string& node_id) const;
   // True when this node has a plan and every other node in it answered its
   // latest authenticated health call, within the last few health intervals,
   // with the very same partition: requests can go out safely.
@@ -112,6 +118,9 @@ class ClusterView {
   };
   std::map<std::string, PeerHealth> peer_health_ ABSL_GUARDED_BY(mu_);
   std::string applied_ ABSL_GUARDED_BY(mu_);
+  // ReportUnreachable's record per node id: the peer table's version() just
+  // before it removed the node's entry. Bounded (kMaxReported).
+  std::map<std::string, uint64_t> reported_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   LogRateLimiter warnings_{std::chrono::seconds(30)};  // per peer
   std::thread thread_;

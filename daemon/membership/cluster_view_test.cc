@@ -216,10 +216,11 @@ class ClusterViewTest : public ::testing::Test {
   }
 
   // Feeds an announcement of `id` at `port` on loopback into the peer table.
-  void Announce(const std::string& id, int port, const DeviceCapabilities& caps) {
+  void Announce(const std::string& id, int port, const DeviceCapabilities& caps,
+                uint64_t instance = 7) {
     Announcement a;
     a.node_id = id;
-    a.instance_id = 7;
+    a.instance_id = instance;
     a.grpc_port = static_cast<uint16_t>(port);
     a.model_fingerprint = kFingerprint;
     a.caps = caps;
@@ -315,6 +316,10 @@ TEST_F(ClusterViewTest, AStaticPeerThatAnswersBecomesAMemberAndJoinsThePlan) {
   EXPECT_EQ(s->partition.stages.size(), 2u);
   EXPECT_EQ(s->partition_key, Key(*expected));
   EXPECT_TRUE(ValidatePlan(s->plan, 8, kFingerprint).ok());
+  // Each peer's stage names the process that answered (its instance id).
+  for (const v1::PlanStage& stage : s->plan.stages()) {
+    EXPECT_EQ(stage.instance_id(), stage.node_id() == "b" ? 7u : 0u) << stage.node_id();
+  }
 }
 
 TEST_F(ClusterViewTest, AnAnnouncedPeerIsUsedOnlyOnceItsHealthCallProvesIt) {
@@ -401,6 +406,34 @@ TEST_F(ClusterViewTest, AMemberReportedUnreachableIsForgottenAndItsCallsEnd) {
       [&](const ClusterSnapshot& s) { return s.epoch > with_b->epoch && !HasPeer(s, "b"); });
   ASSERT_NE(without_b, nullptr);
   EXPECT_EQ(without_b->partition_key, "self[0,8)");
+}
+
+// A member reported unreachable that announces again (here a restart: a
+// new instance, the same identity) and proves itself is back: snapshots with
+// its new entry may plan it again, those with the entry that was reported
+// may not, and a node never reported is never "back".
+TEST_F(ClusterViewTest, AMemberBackAfterItsReportIsToldApartFromTheEntryReported) {
+  Peer b("b", 32 * kMiB);
+  Announce("b", b.server.port(), b.service.caps());
+  ClusterView& view = MakeView();
+  view.Start();
+  const auto with_b = log_.Await([](const ClusterSnapshot& s) { return HasPeer(s, "b"); });
+  ASSERT_NE(with_b, nullptr);
+  EXPECT_FALSE(view.BackSinceReported(*with_b, "b"));  // never reported
+
+  view.ReportUnreachable("b");
+  EXPECT_FALSE(view.BackSinceReported(*with_b, "b"));  // the entry reported
+  Announce("b", b.server.port(), b.service.caps(), 8);
+  const auto back = log_.Await(
+      [&](const ClusterSnapshot& s) { return s.epoch > with_b->epoch && HasPeer(s, "b"); });
+  ASSERT_NE(back, nullptr);
+  EXPECT_TRUE(view.BackSinceReported(*back, "b"));
+  EXPECT_FALSE(view.BackSinceReported(*with_b, "b"));
+  EXPECT_FALSE(view.BackSinceReported(*back, "c"));
+
+  // Reported again: its current entry is the one reported now.
+  view.ReportUnreachable("b");
+  EXPECT_FALSE(view.BackSinceReported(*back, "b"));
 }
 
 TEST_F(ClusterViewTest, ConvergedOnlyWhenEveryStageReportsThePartitionAndThisNodeAppliedIt) {
