@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/prometheus_text.h"
 #include "cli/cli_common.h"
 #include "cli/cluster_client.h"
@@ -63,6 +64,15 @@ json MetricsSummary(const std::string& text) {
 
 std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", bytes / 1048576.0); }
 
+// The HTTP API a node serves, as its own Topology reply names it (a node
+// knows only its own); null when it serves none: not a head.
+json ApiAddress(const v1::TopologyReply& own) {
+  for (const v1::PeerView& p : own.peers()) {
+    if (p.is_self() && !p.api_address().empty()) return p.api_address();
+  }
+  return nullptr;
+}
+
 // Everything `status` shows, as JSON; the table is printed from it too.
 json Describe(const v1::TopologyReply& view,
               const std::map<std::string, absl::StatusOr<v1::TopologyReply>>& own) {
@@ -87,6 +97,7 @@ json Describe(const v1::TopologyReply& view,
       json(std::vector<std::string>(view.idle_node_ids().begin(), view.idle_node_ids().end()));
   if (!view.partition_error().empty()) out["partition_error"] = view.partition_error();
   json nodes = json::array();
+  json heads = json::array();
   for (const v1::PeerView& p : view.peers()) {
     json n = {{"node_id", p.node_id()},
               {"address", p.address()},
@@ -115,13 +126,19 @@ json Describe(const v1::TopologyReply& view,
                     {"evictions", r.cache().evictions()},
                     {"evicted_blocks", r.cache().evicted_blocks()}};
       n["metrics"] = MetricsSummary(r.metrics());
+      n["api_address"] = ApiAddress(r);
     } else {
       n["state"] = "unreachable";
       if (it != own.end()) n["error"] = std::string(it->second.status().message());
+      n["api_address"] = p.api_address().empty() ? json(nullptr) : json(p.api_address());
+    }
+    if (!n["api_address"].is_null()) {
+      heads.push_back({{"node_id", p.node_id()}, {"api_address", n["api_address"]}});
     }
     nodes.push_back(n);
   }
   out["nodes"] = nodes;
+  out["heads"] = heads;
   return out;
 }
 
@@ -143,9 +160,19 @@ void PrintTable(const json& d, std::ostream& out) {
                            static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
                            d["plan"]["stages"].size());
   }
-  out << absl::StrFormat("\n%-20s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
-                         "ADDRESS", "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN", "REQS",
-                         "TOKENS", "FWD MS", "CACHE");
+  if (d["heads"].empty()) {
+    out << "heads: none (no node serves the HTTP API: start one with --api-port)\n";
+  } else {
+    std::vector<std::string> heads;
+    for (const json& h : d["heads"]) {
+      heads.push_back(absl::StrFormat("%s at http://%s", h["node_id"].get<std::string>(),
+                                      h["api_address"].get<std::string>()));
+    }
+    out << absl::StrFormat("heads: %s\n", absl::StrJoin(heads, ", "));
+  }
+  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
+                         "ADDRESS", "API", "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN",
+                         "REQS", "TOKENS", "FWD MS", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -165,8 +192,9 @@ void PrintTable(const json& d, std::ostream& out) {
     const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);
     const bool has_m = m.is_object();
     out << absl::StrFormat(
-        "%-20s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
+        "%-20s %-22s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
         n["address"].get<std::string>().c_str(),
+        n["api_address"].is_null() ? "-" : n["api_address"].get<std::string>().c_str(),
         Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
         layers.c_str(), n["state"].get<std::string>().c_str(),
         n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),

@@ -50,8 +50,9 @@ class StatusCommandTest : public ::testing::Test {
  protected:
   void SetUp() override { ::unsetenv("RINGLM_CLUSTER_KEY_FILE"); }
 
-  // Node "node-a" (the fake, layers [0,3)) sees itself and "node-b"
-  // (layers [3,5)) at a port that refuses connections.
+  // Node "node-a" (the fake, layers [0,3), a head: its HTTP API at
+  // 127.0.0.1:8080) sees itself and "node-b" (layers [3,5)) at a port that
+  // refuses connections.
   v1::TopologyReply Reply(const std::string& metrics) const {
     v1::TopologyReply r;
     r.set_node_id("node-a");
@@ -77,6 +78,7 @@ class StatusCommandTest : public ::testing::Test {
     self->set_node_id("node-a");
     self->set_address(node_.address());
     self->set_is_self(true);
+    self->set_api_address("127.0.0.1:8080");
     self->mutable_capabilities()->set_usable_memory_bytes(uint64_t{2048} << 20);
     self->mutable_capabilities()->set_matmul_gflops(12.5);
     v1::PeerView* other = r.add_peers();
@@ -158,6 +160,27 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   EXPECT_FALSE(b.contains("metrics"));
 }
 
+TEST_F(StatusCommandTest, JsonListsTheHeadsAndEachNodesApi) {
+  node_.SetTopology(Reply(kMetrics));
+  CommandResult r = RunCommand(RunStatus, {"--insecure", "--node", node_.address(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(d.is_object()) << r.out;
+  EXPECT_EQ(d["heads"], json::parse(R"([{"node_id": "node-a", "api_address": "127.0.0.1:8080"}])"));
+  EXPECT_EQ(d["nodes"][0]["api_address"], "127.0.0.1:8080");
+  EXPECT_TRUE(d["nodes"][1]["api_address"].is_null());  // unreachable: it cannot say
+
+  v1::TopologyReply no_head = Reply(kMetrics);
+  no_head.mutable_peers(0)->clear_api_address();
+  node_.SetTopology(no_head);
+  r = RunCommand(RunStatus, {"--insecure", "--node", node_.address(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json none = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(none.is_object()) << r.out;
+  EXPECT_EQ(none["heads"], json::array());
+  EXPECT_TRUE(none["nodes"][0]["api_address"].is_null());
+}
+
 TEST_F(StatusCommandTest, MetricsThatDoNotParseAreLeftOut) {
   // A histogram without its +Inf bucket: ParsePrometheusText refuses it.
   node_.SetTopology(Reply("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n"));
@@ -174,15 +197,18 @@ TEST_F(StatusCommandTest, TableShowsTheModelPlanAndNodes) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("security: INSECURE (no cluster key: any host on the network "
                                 "can join)\nmodel: stories260K-f32.gguf (llama, 5 layers, 3 MiB)\n"
-                                "plan epoch 7: 2 stage(s)\n"));
+                                "plan epoch 7: 2 stage(s)\n"
+                                "heads: node-a at http://127.0.0.1:8080\n"));
   EXPECT_THAT(r.out, HasSubstr("NODE"));
+  EXPECT_THAT(r.out, HasSubstr("API"));
   EXPECT_THAT(r.out, HasSubstr("CACHE"));
   // node-a: itself, 2048 MiB, 12.5 GFLOPS, [0,3), ready, 8 requests, 120
   // tokens, 62.50 ms per forward, 2 cached sessions.
-  EXPECT_THAT(r.out, ::testing::ContainsRegex(
-                         "node-a \\* +127\\.0\\.0\\.1:[0-9]+ +2048 MiB +12\\.5 +\\[0,3\\) +ready "
-                         "+- +8 +120 +62\\.50  2 sessions, 3 MiB / 64 MiB"));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +1024 MiB +0\\.0 "
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex("node-a \\* +127\\.0\\.0\\.1:[0-9]+ +127\\.0\\.0\\.1:8080 "
+                                       "+2048 MiB +12\\.5 +\\[0,3\\) +ready "
+                                       "+- +8 +120 +62\\.50  2 sessions, 3 MiB / 64 MiB"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +- +1024 MiB +0\\.0 "
                                               "+\\[3,5\\) +unreachable +1\\.5s ago"));
 }
 
@@ -192,11 +218,14 @@ TEST_F(StatusCommandTest, TableShowsAClusterKeyAndAMissingPlan) {
   reply.set_cluster_id("0123456789abcdef");
   reply.clear_plan();
   reply.set_partition_error("the nodes hold 2 MiB of the 3 MiB the model needs");
+  reply.mutable_peers(0)->clear_api_address();
   node_.SetTopology(reply);
   CommandResult r = RunCommand(RunStatus, {"--insecure", "--node", node_.address()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("security: mutual TLS, cluster 0123456789abcdef\n"));
-  EXPECT_THAT(r.out, HasSubstr("\nno plan: the nodes hold 2 MiB of the 3 MiB the model needs\n"));
+  EXPECT_THAT(r.out, HasSubstr("\nno plan: the nodes hold 2 MiB of the 3 MiB the model needs\n"
+                               "heads: none (no node serves the HTTP API: start one with "
+                               "--api-port)\n"));
 }
 
 }  // namespace

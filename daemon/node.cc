@@ -187,6 +187,10 @@ void Node::MakeRing() {
         !pinned_members_->IsPinnedMember(stage.node_id(), spki)) {
       return absl::UnavailableError(absl::StrCat("answered as another node"));
     }
+    // Restarted since the plan was made: the request's KV there is gone.
+    if (stage.instance_id() != 0 && reply.instance_id() != stage.instance_id()) {
+      return absl::UnavailableError("restarted since the plan was made");
+    }
     return absl::OkStatus();
   };
   hooks.on_unreachable = [this](const std::string& node_id) {
@@ -344,6 +348,10 @@ NodeServiceParts Node::ServiceParts() {
   p.state = [keeper = range_keeper_.get()] { return keeper->state(); };
   p.grpc_port = [this] { return grpc_port_.load(); };
   p.address = [this] { return address(); };
+  p.api_address = [this] {
+    absl::MutexLock lock(&api_mu_);
+    return api_address_;
+  };
   p.is_pinned_member = [members = pinned_members_.get()](const std::string& id,
                                                          const std::string& spki) {
     return members->IsPinnedMember(id, spki);
@@ -378,6 +386,14 @@ ClusterBackendParts Node::BackendParts() {
   p.usable_memory_bytes = caps_.usable_memory_bytes;
   p.security_mode = security_mode();
   return p;
+}
+
+void Node::SetApiAddress(const std::string& host, uint16_t port) {
+  std::string reachable = host;
+  if (host.empty() || host == "0.0.0.0" || host == "::") reachable = advertise_host_;
+  if (reachable.find(':') != std::string::npos) reachable = absl::StrCat("[", reachable, "]");
+  absl::MutexLock lock(&api_mu_);
+  api_address_ = absl::StrCat(reachable, ":", port);
 }
 
 absl::Status Node::WaitUntilServing(std::chrono::milliseconds patience) {

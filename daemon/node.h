@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/call_slots.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/layer_range_keeper.h"
@@ -129,6 +130,11 @@ class Node {
   // as long as the node lives.
   ClusterBackendParts BackendParts();
 
+  // Marks this node a head whose HTTP API listens on `host`:`port`: Health
+  // and Topology report it, a wildcard host (0.0.0.0, ::) as the host other
+  // nodes dial. Call after Start, once the API listens. Thread-safe.
+  void SetApiAddress(const std::string& host, uint16_t port);
+
  private:
   // OK when the cluster has a plan every stage agrees on; waits up to
   // `patience` for that (nodes settle within a health interval or two),
@@ -180,6 +186,8 @@ class Node {
   std::atomic<uint16_t> grpc_port_{0};
   std::string advertise_host_;
   std::atomic<bool> ready_{false};  // every part is wired (handlers check it)
+  absl::Mutex api_mu_;
+  std::string api_address_ ABSL_GUARDED_BY(api_mu_);  // empty: not a head
   std::atomic<bool> stopped_{false};
 };
 

@@ -202,6 +202,7 @@ class NodeService final : public v1::RingNode::CallbackService {
       reply->set_instance_id(parts_.instance_id);
       reply->set_security(parts_.security_mode);
       reply->set_cluster_id(parts_.cluster_id);
+      reply->set_api_address(parts_.api_address());
       if (parts_.ready()) reply->set_partition(parts_.applied_partition());
     }
     return Done(ctx, s);
@@ -424,6 +425,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     v1::PeerView* self = reply->add_peers();
     self->set_node_id(parts_.node_id);
     self->set_address(parts_.address());
+    self->set_api_address(parts_.api_address());
     *self->mutable_capabilities() = CapabilitiesToProto(parts_.capabilities);
     self->set_is_self(true);
     self->set_state(state);

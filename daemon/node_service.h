@@ -65,6 +65,9 @@ struct NodeServiceParts {
   std::function<v1::NodeState()> state;  // Health, Topology
   std::function<uint16_t()> grpc_port;   // the bound port (Health)
   std::function<std::string()> address;  // "host:port" others dial (Topology)
+  // "host:port" of the HTTP API this node serves (Health, Topology); empty
+  // when it serves none. A hook: the API starts after the service.
+  std::function<std::string()> api_address;
   // Secure mode: true when `node_id` is this node with its own key, or a
   // proven peer whose pinned certificate key has this SPKI fingerprint
   // (PinnedMembers). The ring's methods admit such callers only.

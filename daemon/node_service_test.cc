@@ -128,6 +128,10 @@ class NodeServiceTest : public ::testing::Test {
     p.state = [this] { return state_.load(); };
     p.grpc_port = [] { return kPort; };
     p.address = [] { return std::string("10.0.0.1:4242"); };
+    p.api_address = [this] {
+      absl::MutexLock lock(&mu_);
+      return api_address_;
+    };
     p.is_pinned_member = [this](const std::string& id, const std::string& spki) {
       absl::MutexLock lock(&mu_);
       pinned_asked_.emplace_back(id, spki);
@@ -319,6 +323,7 @@ class NodeServiceTest : public ::testing::Test {
   std::set<std::string> members_ ABSL_GUARDED_BY(mu_) = {"self", "peer"};
   std::set<std::string> pinned_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, std::string>> pinned_asked_ ABSL_GUARDED_BY(mu_);
+  std::string api_address_ ABSL_GUARDED_BY(mu_);  // empty: not a head
   std::unique_ptr<CallSlots> slots_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -403,6 +408,33 @@ TEST_F(NodeServiceTest, TopologyReportsTheNodeItsVerifiedPeersThePlanAndTheMetri
   EXPECT_EQ(reply.cache().bytes_per_token(),
             uint64_t{model_->config().n_layer} * model_->config().n_embd_kv() * 4);
   EXPECT_NE(reply.metrics().find("ringlm_test_marker"), std::string::npos);
+}
+
+TEST_F(NodeServiceTest, HealthAndTopologyReportTheApiAddressOfAHead) {
+  StartServer();
+  ready_ = true;
+  v1::HealthReply health;
+  ASSERT_TRUE(Health(Insecure(), &health).ok());
+  EXPECT_EQ(health.api_address(), "");  // no API (yet): not a head
+  v1::TopologyReply topology;
+  ASSERT_TRUE(Topology(Insecure(), &topology).ok());
+  ASSERT_GE(topology.peers_size(), 1);
+  EXPECT_EQ(topology.peers(0).api_address(), "");
+
+  {
+    absl::MutexLock lock(&mu_);
+    api_address_ = "10.0.0.1:8080";  // the API started after the service
+  }
+  health.Clear();
+  ASSERT_TRUE(Health(Insecure(), &health).ok());
+  EXPECT_EQ(health.api_address(), "10.0.0.1:8080");
+  topology.Clear();
+  ASSERT_TRUE(Topology(Insecure(), &topology).ok());
+  ASSERT_EQ(topology.peers_size(), 2);
+  EXPECT_TRUE(topology.peers(0).is_self());
+  EXPECT_EQ(topology.peers(0).api_address(), "10.0.0.1:8080");
+  // A peer's API is its own to report (`ringlm status` asks each node).
+  EXPECT_EQ(topology.peers(1).api_address(), "");
 }
 
 TEST_F(NodeServiceTest, InsecureRingMethodsAdmitMembersOnly) {

@@ -398,6 +398,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
       return 1;
     }
+    (*node)->SetApiAddress((*api_options)->host, api->port());
     const std::string host = (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
     spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
                  api->port(), host, api->port());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages that ringlm needs to build and run;
-# with --test-tools also those its tests use (Chromium, Node.js); with
+# with --test-tools also those its tests use (Chromium, Node.js, HAProxy); with
 # --arm-cross the ARM64 cross compiler, qemu-user and the arm64 (multiarch)
 # libraries that deploy/test-arm-kernels.sh builds the kernels against.
 # Safe to run again: it installs only what is missing.
@@ -30,6 +30,7 @@ if [ "$test_tools" = 1 ]; then
   packages+=(clang libclang-rt-14-dev)  # libFuzzer targets (fuzz/)
   packages+=(python3-jinja2)     # the reference renderer of chat templates
   packages+=(python3-jsonschema) # validates structured output against its schema
+  packages+=(haproxy)            # heads behind a load balancer (deploy/haproxy.cfg)
 fi
 if [ "$arm_cross" = 1 ]; then
   packages+=(g++-aarch64-linux-gnu qemu-user)

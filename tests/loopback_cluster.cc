@@ -20,10 +20,14 @@ LoopbackCluster::LoopbackCluster(Options options) : options_(std::move(options))
     if (!key.ok() || !key->WriteFile(key_file_, false).ok()) key_file_ = dir_ + "/no-key";
   }
   discovery_port_ = FreeUdpPort();
-  if (options_.api) api_port_ = FreeTcpPort();
   for (size_t i = 0; i < options_.memory_mb.size(); ++i) {
     ports_.push_back(FreeTcpPort());
     metrics_ports_.push_back(FreeTcpPort());
+  }
+  api_ports_.assign(ports_.size(), 0);
+  if (options_.api) api_ports_[0] = FreeTcpPort();
+  for (size_t i : options_.api_nodes) {
+    if (i < api_ports_.size() && api_ports_[i] == 0) api_ports_[i] = FreeTcpPort();
   }
   nodes_.resize(ports_.size());
   for (size_t i = 0; i < ports_.size(); ++i) StartNode(i);
@@ -65,8 +69,9 @@ void LoopbackCluster::StartNode(size_t i) {
     }
     argv.insert(argv.end(), {"--no-broadcast", "--peers", absl::StrJoin(peers, ",")});
   }
-  if (i == 0 && options_.api) {
-    argv.insert(argv.end(), {"--api-host", "127.0.0.1", "--api-port", std::to_string(api_port_)});
+  if (api_ports_[i] != 0) {
+    argv.insert(argv.end(),
+                {"--api-host", "127.0.0.1", "--api-port", std::to_string(api_ports_[i])});
   }
   argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   if (i == 0) {

@@ -15,7 +15,8 @@
 namespace ringlm::testing {
 
 // Starts its nodes in the constructor and stops them in the destructor.
-// Node 0 is the head when `api` is set. Not thread-safe.
+// Node 0 is the head when `api` is set; `api_nodes` makes more heads. Not
+// thread-safe.
 class LoopbackCluster {
  public:
   struct Options {
@@ -23,6 +24,7 @@ class LoopbackCluster {
     std::vector<int> memory_mb = {4000, 2000, 2000};
     bool broadcast = true;                     // else --no-broadcast with --peers
     bool api = false;                          // node 0 serves the HTTP API on api_port()
+    std::vector<size_t> api_nodes;             // these serve it too, each on api_port(i)
     std::vector<std::string> extra_args;       // for every node
     std::vector<std::string> head_extra_args;  // for node 0 only
     // With a cluster key (written to key_file()); false runs --insecure.
@@ -42,7 +44,8 @@ class LoopbackCluster {
   void KillNode(size_t i);
 
   std::string Address(size_t i) const;
-  uint16_t api_port() const { return api_port_; }
+  uint16_t api_port() const { return api_ports_[0]; }
+  uint16_t api_port(size_t i) const { return api_ports_[i]; }  // 0: node i is no head
   uint16_t metrics_port(size_t i) const { return metrics_ports_[i]; }
   ChildProcess& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
@@ -71,7 +74,7 @@ class LoopbackCluster {
   std::string dir_;
   std::string key_file_;
   uint16_t discovery_port_ = 0;
-  uint16_t api_port_ = 0;
+  std::vector<uint16_t> api_ports_;  // per node; 0 = no API
   std::vector<uint16_t> ports_;
   std::vector<uint16_t> metrics_ports_;
   std::vector<std::unique_ptr<ChildProcess>> nodes_;
