@@ -113,7 +113,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     request_id_ = r.request_id;
 
     v1::GenerateEvent first;
-    first.mutable_prompt_ids()->Add(r.prompt.begin(), r.prompt.end());
+    first.mutable_prompt_ids()->Add(r.generation.prompt.begin(), r.generation.prompt.end());
     first.set_request_id(r.request_id);
     *first.mutable_plan() = r.plan;
     {

@@ -71,26 +71,18 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(GenerationRequest request)
   RINGLM_ASSIGN_OR_RETURN(r.plan, context_.cluster.serving_plan());
   // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
   r.request_id = RandomId("req-");
-  r.session_id =
-      request.reuse.session_id.empty() ? RandomId("tmp-") : std::move(request.reuse.session_id);
-  r.prompt = std::move(request.prompt);
-  r.sampling = SamplingToProto(request.sampling);
-  r.limits.set_max_tokens(request.max_tokens);
-  r.limits.set_ignore_eos(request.ignore_eos);
-  r.logprobs.set_enabled(request.logprobs);
-  r.logprobs.set_top(static_cast<uint32_t>(std::clamp(request.top_logprobs, 0, kMaxTopLogprobs)));
-  r.constraint = std::move(request.constraint);
-  r.wire_dtype = request.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32;
-  r.reuse_len = request.reuse.reuse_len;
-  r.fork_from = std::move(request.reuse.fork_from);
-  r.keep_session = request.keep_session;
+  if (request.reuse.session_id.empty()) request.reuse.session_id = RandomId("tmp-");
+  request.top_logprobs = std::clamp(request.top_logprobs, 0, kMaxTopLogprobs);
+  r.generation = std::move(request);
   return r;
 }
 
 absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
-  if (request.prompt.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
+  if (request.generation.prompt.empty()) {
+    return absl::InvalidArgumentError("the prompt has no tokens");
+  }
   const std::string id = request.request_id;
-  const bool nothing_to_generate = request.limits.max_tokens() == 0;
+  const bool nothing_to_generate = request.generation.max_tokens == 0;
   bool unscheduled = false;
   {
     absl::MutexLock lock(&table_.mu);
@@ -162,7 +154,7 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
       return false;
     }
     if (d.finish_reason() == v1::FINISH_REASON_ERROR) {
-      if (d.cache_miss() && a.request.reuse_len > 0 && a.AwaitsFirstToken()) {
+      if (d.cache_miss() && a.request.generation.reuse.reuse_len > 0 && a.AwaitsFirstToken()) {
         spdlog::info("request {}: {}; recomputing from position 0", id, d.error());
         if (context_.metrics != nullptr) context_.metrics->cache_misses->Increment();
         if (recovery_.RetryWithoutReuseLater(id, attempt)) return true;
@@ -179,7 +171,7 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
       if (a.AwaitsFirstToken()) pump_.ScheduleLocked();  // its prompt is in
       if (a.reply.empty()) {
         a.first_token = a.last_progress;
-        a.cached_tokens = a.request.reuse_len;
+        a.cached_tokens = a.request.generation.reuse.reuse_len;
         event.cached_tokens = a.cached_tokens;
       }
       if (a.recoveries > 0 && a.AwaitsFirstToken()) recovery_.ResumedLocked(a);
@@ -244,7 +236,7 @@ void OriginRegistry::LogRequest(const ActiveRequest& a, const OriginEvent& last)
      : last.finish == v1::FINISH_REASON_ERROR  ? m.requests_error
                                                : m.requests_cancelled)
         ->Increment();
-    m.prompt_tokens->Increment(static_cast<double>(a.request.prompt.size()));
+    m.prompt_tokens->Increment(static_cast<double>(a.request.generation.prompt.size()));
     m.generated_tokens->Increment(n_out);
     if (a.cached_tokens > 0) {
       m.cache_hits->Increment();
@@ -261,8 +253,8 @@ void OriginRegistry::LogRequest(const ActiveRequest& a, const OriginEvent& last)
   spdlog::info(
       "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan "
       "{}{}",
-      a.request.request_id, how, a.request.prompt.size(), a.cached_tokens, n_out, ttft, tps,
-      DescribePlan(a.request.plan), recovered);
+      a.request.request_id, how, a.request.generation.prompt.size(), a.cached_tokens, n_out, ttft,
+      tps, DescribePlan(a.request.plan), recovered);
 }
 
 void OriginRegistry::Fail(const std::string& request_id, const absl::Status& status) {
@@ -293,11 +285,11 @@ void OriginRegistry::CleanUpStages(const OriginRequest& request, uint32_t attemp
   // all, and every reuse is checked by digest), but a failed request's
   // session is not worth keeping.
   const bool cancel = finish != v1::FINISH_REASON_STOP && finish != v1::FINISH_REASON_LENGTH;
-  const bool drop = !request.keep_session || finish == v1::FINISH_REASON_ERROR;
+  const bool drop = !request.generation.keep_session || finish == v1::FINISH_REASON_ERROR;
   if (!cancel && !drop) return;
   // Best effort, off the caller's thread: a dead stage must not stall it.
   cleanup_.Post([this, plan = request.plan, id = StageRequestId(request.request_id, attempt),
-                 session_id = request.session_id, cancel, drop] {
+                 session_id = request.session_id(), cancel, drop] {
     for (const v1::PlanStage& stage : plan.stages()) {
       if (cancel) (void)context_.transport->Cancel(stage.node_id(), id);
       if (drop) (void)context_.transport->DropSession(stage.node_id(), session_id);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/origin/generation_request.h"
 #include "inference/sampling/logprobs.h"
 #include "proto/ringlm.pb.h"
 
@@ -31,24 +32,20 @@ struct OriginEvent {
 // never with a lock held. Must not block.
 using OriginSink = std::function<void(const OriginEvent&)>;
 
-// A checked request, with its ids and plan: the form the origin keeps, with
-// the ring's proto parts ready to send.
+// A checked request with its id and plan: the form the origin keeps. The
+// frontend's GenerationRequest is held as it came (the proto the ring
+// carries is built only where a step is sent, PromptPump::PromptStep);
+// recovery changes only its prefix claim (generation.reuse). A stage that
+// does not hold a claimed prefix exactly reports a miss, and the request
+// starts over from position 0.
 struct OriginRequest {
   std::string request_id;
-  std::string session_id;
   v1::Plan plan;
-  std::vector<int32_t> prompt;
-  v1::SamplingParams sampling;
-  v1::GenerationLimits limits;
-  v1::LogprobOptions logprobs;
-  std::string constraint;  // output_constraint.h spec; empty = free text
-  v1::DType wire_dtype = v1::DTYPE_F32;
-  // Continue from the first reuse_len positions of session_id (or of
-  // fork_from, copied). A stage that does not hold them exactly reports a
-  // miss, and the request starts over from position 0.
-  uint32_t reuse_len = 0;
-  std::string fork_from;
-  bool keep_session = false;  // false: every stage drops the session at the end
+  // reuse.session_id is never empty: Prepare draws a throwaway session
+  // when the frontend names none.
+  GenerationRequest generation;
+
+  const std::string& session_id() const { return generation.reuse.session_id; }
 };
 
 }  // namespace ringlm

@@ -56,12 +56,12 @@ class OriginRecoveryTest : public ::testing::Test {
   std::string StartRequest(int max_tokens = 10) {
     OriginRequest r;
     r.request_id = "req-1";
-    r.session_id = "s";
+    r.generation.reuse.session_id = "s";
     r.plan = PlanOf({"o", "b", "c"}, 1);
-    r.prompt = prompt_;
-    r.limits.set_max_tokens(max_tokens);
-    r.sampling.set_temperature(0.8f);
-    r.sampling.set_seed(7);
+    r.generation.prompt = prompt_;
+    r.generation.max_tokens = max_tokens;
+    r.generation.sampling.temperature = 0.8f;
+    r.generation.sampling.seed = 7;
     EXPECT_TRUE(origin_
                     ->Start(std::move(r),
                             [this](const OriginEvent& e) {
@@ -77,10 +77,10 @@ class OriginRecoveryTest : public ::testing::Test {
   void StartPrompt(const std::string& id, uint32_t n, int max_tokens) {
     OriginRequest r;
     r.request_id = id;
-    r.session_id = id;
+    r.generation.reuse.session_id = id;
     r.plan = PlanOf({"o", "b", "c"}, 1);
-    for (uint32_t i = 0; i < n; ++i) r.prompt.push_back(static_cast<int32_t>(100 + i));
-    r.limits.set_max_tokens(max_tokens);
+    for (uint32_t i = 0; i < n; ++i) r.generation.prompt.push_back(static_cast<int32_t>(100 + i));
+    r.generation.max_tokens = max_tokens;
     ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
   }
 
@@ -317,10 +317,10 @@ TEST_F(OriginRecoveryTest, APromptGoesInShortChunksWhileOtherRequestsRun) {
   EXPECT_EQ(transport_.WaitStep(1).second.tokens_size(), 4);
   OriginRequest r;
   r.request_id = "req-2";
-  r.session_id = "s2";
+  r.generation.reuse.session_id = "s2";
   r.plan = PlanOf({"o", "b", "c"}, 1);
-  r.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  r.limits.set_max_tokens(5);
+  r.generation.prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  r.generation.max_tokens = 5;
   ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
   std::vector<uint32_t> positions;
   std::vector<int> sizes;
@@ -485,15 +485,15 @@ TEST_F(OriginRecoveryTest, OnlyTheFirstChunkOfEachAttemptCarriesTheRequestsParts
   }
   OriginRequest r;
   r.request_id = "req-1";
-  r.session_id = "s";
+  r.generation.reuse.session_id = "s";
   r.plan = PlanOf({"o", "b", "c"}, 1);
-  r.prompt = {1, 2, 3, 4, 5, 6, 7};
-  r.limits.set_max_tokens(10);
-  r.sampling.set_temperature(0.8f);
-  r.logprobs.set_enabled(true);
-  r.constraint = R"({"type":"regex","pattern":"a+"})";
-  r.wire_dtype = v1::DTYPE_F16;
-  r.reuse_len = 1;
+  r.generation.prompt = {1, 2, 3, 4, 5, 6, 7};
+  r.generation.max_tokens = 10;
+  r.generation.sampling.temperature = 0.8f;
+  r.generation.logprobs = true;
+  r.generation.constraint = R"({"type":"regex","pattern":"a+"})";
+  r.generation.f16_hidden = true;
+  r.generation.reuse.reuse_len = 1;
   ASSERT_TRUE(origin_->Start(std::move(r), [](const OriginEvent&) {}).ok());
   auto has_parts = [](const v1::StageStepRequest& s) {
     return s.has_plan() || s.has_sampling() || s.has_limits() || s.has_logprobs() ||
@@ -590,18 +590,19 @@ TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_NE(a->request_id, b->request_id);
   EXPECT_EQ(a->request_id.rfind("req-", 0), 0u);
-  EXPECT_EQ(a->session_id.rfind("tmp-", 0), 0u);  // a session of its own
-  EXPECT_FALSE(a->keep_session);
-  EXPECT_EQ(b->session_id, "s-kept");
-  EXPECT_EQ(b->reuse_len, 1u);
-  EXPECT_TRUE(b->keep_session);
+  EXPECT_EQ(a->session_id().rfind("tmp-", 0), 0u);  // a session of its own
+  EXPECT_FALSE(a->generation.keep_session);
+  EXPECT_EQ(b->session_id(), "s-kept");
+  EXPECT_EQ(b->generation.reuse.reuse_len, 1u);
+  EXPECT_TRUE(b->generation.keep_session);
   EXPECT_EQ(a->plan.stages_size(), 3);  // the serving plan
-  EXPECT_EQ(a->limits.max_tokens(), 5);
-  EXPECT_TRUE(a->limits.ignore_eos());
-  EXPECT_TRUE(a->logprobs.enabled());
-  EXPECT_EQ(a->logprobs.top(), static_cast<uint32_t>(kMaxTopLogprobs));
-  EXPECT_EQ(a->wire_dtype, v1::DTYPE_F16);
-  EXPECT_EQ(b->wire_dtype, v1::DTYPE_F32);
+  // The request is kept as it came, but for the clamped alternatives.
+  EXPECT_EQ(a->generation.max_tokens, 5);
+  EXPECT_TRUE(a->generation.ignore_eos);
+  EXPECT_TRUE(a->generation.logprobs);
+  EXPECT_EQ(a->generation.top_logprobs, kMaxTopLogprobs);
+  EXPECT_TRUE(a->generation.f16_hidden);
+  EXPECT_FALSE(b->generation.f16_hidden);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/rpc/proto_convert.h"
 #include "inference/token_digest.h"
 
 namespace ringlm {
@@ -107,20 +108,21 @@ void PromptPump::Pump() {
 v1::StageStepRequest PromptPump::PromptStep(const ActiveRequest& a, const std::string& origin,
                                             uint32_t start, uint32_t end) {
   const OriginRequest& r = a.request;
+  const GenerationRequest& g = r.generation;
   auto token = [&](uint32_t i) {
-    return i < r.prompt.size() ? r.prompt[i] : a.reply[i - r.prompt.size()];
+    return i < g.prompt.size() ? g.prompt[i] : a.reply[i - g.prompt.size()];
   };
   v1::StageStepRequest step;
   step.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   step.set_request_id(StageRequestId(r.request_id, a.attempt));
-  if (start == r.reuse_len && r.reuse_len > 0) {
-    std::vector<int32_t> reused(r.reuse_len);
-    for (uint32_t i = 0; i < r.reuse_len; ++i) reused[i] = token(i);
-    step.set_reuse_len(r.reuse_len);
+  if (start == g.reuse.reuse_len && g.reuse.reuse_len > 0) {
+    std::vector<int32_t> reused(g.reuse.reuse_len);
+    for (uint32_t i = 0; i < g.reuse.reuse_len; ++i) reused[i] = token(i);
+    step.set_reuse_len(g.reuse.reuse_len);
     step.set_reuse_digest(TokenDigest(reused));
-    step.set_fork_from(r.fork_from);
+    step.set_fork_from(g.reuse.fork_from);
   }
-  step.set_session_id(r.session_id);
+  step.set_session_id(r.session_id());
   step.set_stage_index(0);
   step.set_origin(origin);
   step.set_position(start);
@@ -131,11 +133,13 @@ v1::StageStepRequest PromptPump::PromptStep(const ActiveRequest& a, const std::s
   // attempt is a new request at the stages, which keep them).
   if (a.state == OriginState::kQueued) {
     *step.mutable_plan() = r.plan;
-    *step.mutable_sampling() = r.sampling;
-    *step.mutable_limits() = r.limits;
-    *step.mutable_logprobs() = r.logprobs;
-    step.set_constraint(r.constraint);
-    step.set_wire_dtype(r.wire_dtype);
+    *step.mutable_sampling() = SamplingToProto(g.sampling);
+    step.mutable_limits()->set_max_tokens(g.max_tokens);
+    step.mutable_limits()->set_ignore_eos(g.ignore_eos);
+    step.mutable_logprobs()->set_enabled(g.logprobs);
+    step.mutable_logprobs()->set_top(static_cast<uint32_t>(g.top_logprobs));
+    step.set_constraint(g.constraint);
+    step.set_wire_dtype(g.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32);
   } else {
     step.set_parts_omitted(true);
   }

@@ -40,14 +40,15 @@ class PromptPumpTest : public ::testing::Test {
     absl::MutexLock lock(&table_.mu);
     ActiveRequest& a = table_.requests[id];
     a.request.request_id = id;
-    a.request.session_id = "s-" + id;
+    a.request.generation.reuse.session_id = "s-" + id;
     a.request.plan = PlanOf({"o", "b", "c"}, 1);
-    for (uint32_t i = 0; i < n; ++i) a.request.prompt.push_back(static_cast<int32_t>(100 + i));
-    a.request.sampling.set_temperature(0.5f);
-    a.request.limits.set_max_tokens(9);
-    a.request.logprobs.set_enabled(true);
-    a.request.constraint = R"({"type":"regex","pattern":"a+"})";
-    a.request.wire_dtype = v1::DTYPE_F16;
+    for (uint32_t i = 0; i < n; ++i)
+      a.request.generation.prompt.push_back(static_cast<int32_t>(100 + i));
+    a.request.generation.sampling.temperature = 0.5f;
+    a.request.generation.max_tokens = 9;
+    a.request.generation.logprobs = true;
+    a.request.generation.constraint = R"({"type":"regex","pattern":"a+"})";
+    a.request.generation.f16_hidden = true;
     a.order = order_++;
     a.BeginAttempt();
     pump_->ScheduleLocked();
@@ -104,14 +105,14 @@ TEST_F(PromptPumpTest, ChunksFollowTheOptionsAndTheStreams) {
 TEST_F(PromptPumpTest, TheStepCarriesTheClaimAndThePartsOnTheAttemptsFirstChunk) {
   ActiveRequest a;
   a.request.request_id = "r";
-  a.request.session_id = "s";
+  a.request.generation.reuse.session_id = "s";
   a.request.plan = PlanOf({"o", "b"}, 3);
-  a.request.prompt = {1, 2, 3};
-  a.request.reuse_len = 2;
-  a.request.fork_from = "f";
-  a.request.sampling.set_seed(5);
-  a.request.limits.set_max_tokens(4);
-  a.request.wire_dtype = v1::DTYPE_F32;
+  a.request.generation.prompt = {1, 2, 3};
+  a.request.generation.reuse.reuse_len = 2;
+  a.request.generation.reuse.fork_from = "f";
+  a.request.generation.sampling.seed = 5;
+  a.request.generation.max_tokens = 4;
+  a.request.generation.f16_hidden = false;
   a.reply = {7, 8};
   a.attempt = 2;
   a.BeginAttempt();  // positions [2, 5) of 1 2 3 7 8

@@ -126,7 +126,7 @@ void OriginRecovery::Replan(const std::string& request_id, uint32_t attempt, v1:
     if (a == nullptr) return;
     a->Replanned(*plan);
     a->last_progress = std::chrono::steady_clock::now();
-    positions = a->request.prompt.size() + a->reply.size();
+    positions = a->request.generation.prompt.size() + a->reply.size();
     pump_->ScheduleLocked();
   }
   spdlog::info("request {}: replaying {} positions on plan {}", request_id, positions,
@@ -169,17 +169,18 @@ void OriginRecovery::RetryWithoutReuse(const std::string& request_id, uint32_t f
 void OriginRecovery::ResumedLocked(ActiveRequest& a) const {
   // A replay's claim that got this far held on every stage (a miss restarts
   // the attempt from position 0).
-  const uint32_t positions = static_cast<uint32_t>(a.request.prompt.size() + a.reply.size());
-  a.replay_reused += a.request.reuse_len;
+  const uint32_t positions =
+      static_cast<uint32_t>(a.request.generation.prompt.size() + a.reply.size());
+  a.replay_reused += a.request.generation.reuse.reuse_len;
   a.replay_positions += positions;
   const double pause =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - a.failed_at).count();
   spdlog::info("request {} resumed {:.0f} ms after the failure: {} of {} positions from KV",
-               a.request.request_id, pause * 1000, a.request.reuse_len, positions);
+               a.request.request_id, pause * 1000, a.request.generation.reuse.reuse_len, positions);
   if (const OriginMetrics* m = context_.metrics; m != nullptr) {
     m->recovery_seconds->Observe(pause);
-    m->replay_reused_tokens->Increment(a.request.reuse_len);
-    m->replay_recomputed_tokens->Increment(positions - a.request.reuse_len);
+    m->replay_reused_tokens->Increment(a.request.generation.reuse.reuse_len);
+    m->replay_recomputed_tokens->Increment(positions - a.request.generation.reuse.reuse_len);
   }
 }
 

@@ -78,11 +78,11 @@ class OriginRecoveryUnitTest : public ::testing::Test {
     absl::MutexLock lock(&table_.mu);
     ActiveRequest& a = table_.requests["r"];
     a.request.request_id = "r";
-    a.request.session_id = "s";
+    a.request.generation.reuse.session_id = "s";
     a.request.plan = PlanOf({"o", "b", "c"}, 1);
-    a.request.prompt = {1, 50, 60, 70};
-    a.request.reuse_len = reuse_len;
-    a.request.limits.set_max_tokens(10);
+    a.request.generation.prompt = {1, 50, 60, 70};
+    a.request.generation.reuse.reuse_len = reuse_len;
+    a.request.generation.max_tokens = 10;
     a.start = a.last_progress = std::chrono::steady_clock::now();
     a.BeginAttempt();
     a.ChunkSent(a.prompt_end);
@@ -219,7 +219,7 @@ TEST_F(OriginRecoveryUnitTest, ACacheMissCancelsEverywhereThenRestartsFromPositi
   const ActiveRequest a = Get();
   EXPECT_EQ(a.attempt, 1u);
   EXPECT_EQ(a.recoveries, 0u);
-  EXPECT_EQ(a.request.reuse_len, 0u);
+  EXPECT_EQ(a.request.generation.reuse.reuse_len, 0u);
   // A retry for an attempt the request no longer runs does nothing.
   ASSERT_TRUE(recovery_->RetryWithoutReuseLater("r", 0));
   std::this_thread::sleep_for(200ms);
@@ -283,7 +283,7 @@ TEST_F(OriginRecoveryUnitTest, AResumedAttemptCountsItsReplay) {
   AddRunning(3, /*reuse_len=*/0);
   absl::MutexLock lock(&table_.mu);
   ActiveRequest& a = table_.requests.at("r");
-  a.request.reuse_len = 6;
+  a.request.generation.reuse.reuse_len = 6;
   a.failed_at = std::chrono::steady_clock::now();
   recovery_->ResumedLocked(a);
   recovery_->ResumedLocked(a);

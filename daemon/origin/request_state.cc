@@ -45,8 +45,8 @@ std::string StageRequestId(const std::string& request_id, uint32_t attempt) {
 
 void ActiveRequest::BeginAttempt() {
   state = OriginState::kQueued;
-  prompt_end = static_cast<uint32_t>(request.prompt.size() + reply.size());
-  sent = request.reuse_len;
+  prompt_end = static_cast<uint32_t>(request.generation.prompt.size() + reply.size());
+  sent = request.generation.reuse.reuse_len;
   noted_positions = 0;
 }
 
@@ -69,8 +69,8 @@ void ActiveRequest::StartRecovery(std::chrono::steady_clock::time_point now) {
 
 void ActiveRequest::RestartWithoutReuse() {
   ++attempt;
-  request.reuse_len = 0;
-  request.fork_from.clear();
+  request.generation.reuse.reuse_len = 0;
+  request.generation.reuse.fork_from.clear();
   BeginAttempt();
 }
 
@@ -79,8 +79,9 @@ void ActiveRequest::Replanned(v1::Plan plan) {
   if (!reply.empty()) {
     // Every stage took all but the last token delivered (the one in flight
     // when the attempt failed): claim that much.
-    request.reuse_len = static_cast<uint32_t>(request.prompt.size() + reply.size() - 1);
-    request.fork_from.clear();
+    request.generation.reuse.reuse_len =
+        static_cast<uint32_t>(request.generation.prompt.size() + reply.size() - 1);
+    request.generation.reuse.fork_from.clear();
   }  // else the original claim stands: the prompt never got through
   BeginAttempt();
 }
@@ -92,7 +93,7 @@ bool ActiveRequest::AwaitsFirstToken() const {
 uint32_t ActiveRequest::InFlight() const {
   // In kQueued nothing is sent yet (sent == reuse_len, or no prompt at all).
   if (state != OriginState::kPrefill) return 0;
-  return sent - std::max(noted_positions, request.reuse_len);
+  return sent - std::max(noted_positions, request.generation.reuse.reuse_len);
 }
 
 bool ActiveRequest::SendsPrompt() const { return AwaitsFirstToken() && sent < prompt_end; }

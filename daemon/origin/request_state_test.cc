@@ -11,9 +11,9 @@ namespace {
 ActiveRequest Claiming4Of10() {
   ActiveRequest a;
   a.request.request_id = "r";
-  for (int32_t i = 0; i < 10; ++i) a.request.prompt.push_back(100 + i);
-  a.request.reuse_len = 4;
-  a.request.fork_from = "parent";
+  for (int32_t i = 0; i < 10; ++i) a.request.generation.prompt.push_back(100 + i);
+  a.request.generation.reuse.reuse_len = 4;
+  a.request.generation.reuse.fork_from = "parent";
   return a;
 }
 
@@ -79,8 +79,8 @@ TEST(RequestStateTest, ARecoveryWaitsWithTheNextAttemptAndReplaysPromptPlusReply
   EXPECT_EQ(a.state, OriginState::kQueued);
   EXPECT_EQ(a.request.plan.epoch(), 2u);
   // All but the token in flight when the attempt failed is claimed.
-  EXPECT_EQ(a.request.reuse_len, 12u);
-  EXPECT_TRUE(a.request.fork_from.empty());
+  EXPECT_EQ(a.request.generation.reuse.reuse_len, 12u);
+  EXPECT_TRUE(a.request.generation.reuse.fork_from.empty());
   EXPECT_EQ(a.prompt_end, 13u);
   EXPECT_EQ(a.sent, 12u);
   EXPECT_EQ(a.noted_positions, 0u);
@@ -95,8 +95,8 @@ TEST(RequestStateTest, AReplanBeforeAnyTokenKeepsTheOriginalClaim) {
   a.StartRecovery(std::chrono::steady_clock::now());
   a.Replanned(v1::Plan());
   EXPECT_EQ(a.state, OriginState::kQueued);
-  EXPECT_EQ(a.request.reuse_len, 4u);
-  EXPECT_EQ(a.request.fork_from, "parent");
+  EXPECT_EQ(a.request.generation.reuse.reuse_len, 4u);
+  EXPECT_EQ(a.request.generation.reuse.fork_from, "parent");
   EXPECT_EQ(a.sent, 4u);
   EXPECT_EQ(a.prompt_end, 10u);
 }
@@ -110,8 +110,8 @@ TEST(RequestStateTest, ACacheMissRestartsTheNextAttemptFromPositionZero) {
   EXPECT_EQ(a.state, OriginState::kQueued);
   EXPECT_EQ(a.attempt, 1u);
   EXPECT_EQ(a.recoveries, 0u) << "a miss is no recovery";
-  EXPECT_EQ(a.request.reuse_len, 0u);
-  EXPECT_TRUE(a.request.fork_from.empty());
+  EXPECT_EQ(a.request.generation.reuse.reuse_len, 0u);
+  EXPECT_TRUE(a.request.generation.reuse.fork_from.empty());
   EXPECT_EQ(a.sent, 0u);
   EXPECT_EQ(a.noted_positions, 0u);
   EXPECT_EQ(a.prompt_end, 10u);
