@@ -35,4 +35,12 @@ function(ringlm_test name)
     list(APPEND props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
+  # The unit tests (neither multi-process nor script): what the sanitizer
+  # pass builds and runs (`ninja ringlm_unit_tests`).
+  if(NOT "cluster" IN_LIST ARG_LABELS AND NOT "script" IN_LIST ARG_LABELS)
+    if(NOT TARGET ringlm_unit_tests)
+      add_custom_target(ringlm_unit_tests)
+    endif()
+    add_dependencies(ringlm_unit_tests ${name})
+  endif()
 endfunction()
