@@ -20,31 +20,14 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-class OriginRecoveryTest : public ::testing::Test {
+class OriginRecoveryTest : public ::testing::Test, protected FakeClusterHooks {
  protected:
   void SetUp() override { Start(OriginOptions{}); }
 
   void Start(OriginOptions options) {
     options.health_interval = 100ms;
     OriginClusterHooks hooks;
-    hooks.health = [this](const v1::PlanStage& s) {
-      absl::MutexLock lock(&mu_);
-      return dead_.count(s.node_id()) ? absl::UnavailableError("connection refused")
-                                      : absl::OkStatus();
-    };
-    hooks.on_unreachable = [this](const std::string& id) {
-      absl::MutexLock lock(&mu_);
-      unreachable_.push_back(id);
-    };
-    hooks.await_plan = [this](const std::vector<std::string>& avoid,
-                              std::chrono::steady_clock::time_point) -> absl::StatusOr<v1::Plan> {
-      absl::MutexLock lock(&mu_);
-      avoided_.push_back(avoid);
-      if (plans_.empty()) return absl::ResourceExhaustedError("model needs 9 MiB: 3 MiB short");
-      v1::Plan p = plans_.front();
-      plans_.pop_front();
-      return p;
-    };
+    InstallOn(hooks);
     origin_.reset();
     hooks.serving_plan = [] { return PlanOf({"o", "b", "c"}, 1); };
     origin_ = std::make_unique<OriginRegistry>(
@@ -143,11 +126,6 @@ class OriginRecoveryTest : public ::testing::Test {
 
   const std::vector<int32_t> prompt_ = {1, 50, 60, 70};
   RecordingTransport transport_;
-  absl::Mutex mu_;
-  std::set<std::string> dead_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> unreachable_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<std::string>> avoided_ ABSL_GUARDED_BY(mu_);
-  std::deque<v1::Plan> plans_ ABSL_GUARDED_BY(mu_);
   std::vector<OriginEvent> events_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<OriginRegistry> origin_;
 };

@@ -20,7 +20,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-class OriginRecoveryUnitTest : public ::testing::Test {
+class OriginRecoveryUnitTest : public ::testing::Test, protected FakeClusterHooks {
  protected:
   void SetUp() override { Start(OriginOptions{}); }
   void TearDown() override { StopAll(); }
@@ -40,25 +40,7 @@ class OriginRecoveryUnitTest : public ::testing::Test {
     context_.transport = &transport_;
     context_.self_id = "o";
     context_.model = OriginModel{.n_embd = 8, .context_size = 64, .n_vocab = 1000};
-    context_.cluster.health = [this](const v1::PlanStage& s) {
-      absl::MutexLock lock(&mu_);
-      return dead_.count(s.node_id()) ? absl::UnavailableError("connection refused")
-                                      : absl::OkStatus();
-    };
-    context_.cluster.on_unreachable = [this](const std::string& id) {
-      absl::MutexLock lock(&mu_);
-      unreachable_.push_back(id);
-    };
-    context_.cluster.await_plan =
-        [this](const std::vector<std::string>& avoid,
-               std::chrono::steady_clock::time_point) -> absl::StatusOr<v1::Plan> {
-      absl::MutexLock lock(&mu_);
-      avoided_.push_back(avoid);
-      if (plans_.empty()) return absl::ResourceExhaustedError("model needs 9 MiB: 3 MiB short");
-      v1::Plan p = plans_.front();
-      plans_.pop_front();
-      return p;
-    };
+    InstallOn(context_.cluster);
     pump_ = std::make_unique<PromptPump>(
         &context_, &table_,
         [this](const std::string& id, uint32_t attempt, const absl::Status& status) {
@@ -103,11 +85,6 @@ class OriginRecoveryUnitTest : public ::testing::Test {
   RecordingTransport transport_;
   OriginContext context_;
   RequestTable table_;
-  absl::Mutex mu_;
-  std::set<std::string> dead_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> unreachable_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<std::string>> avoided_ ABSL_GUARDED_BY(mu_);
-  std::deque<v1::Plan> plans_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, absl::Status>> failed_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<TaskQueue> cleanup_;
   std::unique_ptr<PromptPump> pump_;

@@ -1,8 +1,11 @@
 // Test helpers for the origin's tests: a transport that records what the
-// origin sends, and plans of named nodes.
+// origin sends, a fake cluster behind the origin's hooks, and plans of
+// named nodes.
 #ifndef RINGLM_DAEMON_ORIGIN_TEST_ORIGIN_H_
 #define RINGLM_DAEMON_ORIGIN_TEST_ORIGIN_H_
 
+#include <chrono>
+#include <deque>
 #include <set>
 #include <string>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/origin/origin_options.h"
 #include "daemon/rpc/transport.h"
 #include "gtest/gtest.h"
 #include "proto/ringlm.pb.h"
@@ -69,6 +73,44 @@ class RecordingTransport : public Transport {
   std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> failing_ ABSL_GUARDED_BY(mu_);
+};
+
+// The cluster as the origin's hooks see it, for the origin's test fixtures
+// (which derive from it): nodes in dead_ fail their health call, what the
+// origin reports unreachable is recorded, and await_plan hands out plans_
+// in order (ResourceExhausted once none is left), recording what each call
+// avoided. Thread-safe through mu_, which fixtures also use for their own
+// fields; it outlives the fixture's members, so hooks may run until the
+// origin under test is gone.
+class FakeClusterHooks {
+ protected:
+  // Sets `hooks`' health, on_unreachable and await_plan over this fake.
+  void InstallOn(OriginClusterHooks& hooks) {
+    hooks.health = [this](const v1::PlanStage& s) {
+      absl::MutexLock lock(&mu_);
+      return dead_.count(s.node_id()) ? absl::UnavailableError("connection refused")
+                                      : absl::OkStatus();
+    };
+    hooks.on_unreachable = [this](const std::string& id) {
+      absl::MutexLock lock(&mu_);
+      unreachable_.push_back(id);
+    };
+    hooks.await_plan = [this](const std::vector<std::string>& avoid,
+                              std::chrono::steady_clock::time_point) -> absl::StatusOr<v1::Plan> {
+      absl::MutexLock lock(&mu_);
+      avoided_.push_back(avoid);
+      if (plans_.empty()) return absl::ResourceExhaustedError("model needs 9 MiB: 3 MiB short");
+      v1::Plan p = plans_.front();
+      plans_.pop_front();
+      return p;
+    };
+  }
+
+  absl::Mutex mu_;
+  std::set<std::string> dead_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> unreachable_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<std::string>> avoided_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::Plan> plans_ ABSL_GUARDED_BY(mu_);
 };
 
 // A plan whose stage i runs on nodes[i], layers [i, i + 1).
