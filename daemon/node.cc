@@ -22,6 +22,11 @@
 namespace ringlm {
 namespace {
 
+// Whether binding `host` listens on every interface (or the default one).
+bool IsAnyAddress(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
 // The first up, non-loopback IPv4 address, or 127.0.0.1.
 std::string FirstLanAddress() {
   std::string found = "127.0.0.1";
@@ -253,7 +258,7 @@ absl::Status Node::Start() {
       s = metrics_server_->Start(o.metrics_host, 0);
     }
     RINGLM_RETURN_IF_ERROR(s);
-    const bool any = o.metrics_host == "0.0.0.0" || o.metrics_host == "::";
+    const bool any = IsAnyAddress(o.metrics_host);
     spdlog::info("metrics at http://{}:{}/metrics{}", any ? advertise_host_ : o.metrics_host,
                  metrics_server_->port(), o.metrics_token.empty() ? "" : " (bearer token)");
   }
@@ -319,7 +324,7 @@ absl::Status Node::StartServer() {
   grpc_port_ = static_cast<uint16_t>(bound_port);
   if (!o.advertise_host.empty()) {
     advertise_host_ = o.advertise_host;
-  } else if (o.grpc_host == "0.0.0.0" || o.grpc_host == "::" || o.grpc_host == "[::]") {
+  } else if (IsAnyAddress(o.grpc_host)) {
     advertise_host_ = FirstLanAddress();
   } else {
     advertise_host_ = o.grpc_host;
@@ -390,7 +395,7 @@ ClusterBackendParts Node::BackendParts() {
 
 void Node::SetApiAddress(const std::string& host, uint16_t port) {
   std::string reachable = host;
-  if (host.empty() || host == "0.0.0.0" || host == "::") reachable = advertise_host_;
+  if (IsAnyAddress(host)) reachable = advertise_host_;
   if (reachable.find(':') != std::string::npos) reachable = absl::StrCat("[", reachable, "]");
   absl::MutexLock lock(&api_mu_);
   api_address_ = absl::StrCat(reachable, ":", port);
