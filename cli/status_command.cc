@@ -116,7 +116,10 @@ json Describe(const v1::TopologyReply& view,
     if (it != own.end() && it->second.ok()) {
       const v1::TopologyReply& r = *it->second;
       n["state"] = StateName(r.state());
+      int busy = 0;
+      for (const v1::SessionStats& session : r.cache().sessions()) busy += session.busy() ? 1 : 0;
       n["cache"] = {{"sessions", r.cache().sessions_size()},
+                    {"busy_sessions", busy},
                     {"used_bytes", r.cache().used_bytes()},
                     {"budget_bytes", r.cache().budget_bytes()},
                     {"logical_bytes", r.cache().logical_bytes()},

@@ -87,7 +87,7 @@ class StatusCommandTest : public ::testing::Test {
     other->set_last_seen_ms_ago(1500);
     other->mutable_capabilities()->set_usable_memory_bytes(uint64_t{1024} << 20);
     r.mutable_cache()->add_sessions();
-    r.mutable_cache()->add_sessions();
+    r.mutable_cache()->add_sessions()->set_busy(true);
     r.mutable_cache()->set_used_bytes(uint64_t{3} << 20);
     r.mutable_cache()->set_budget_bytes(uint64_t{64} << 20);
     return r;
@@ -141,6 +141,7 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   EXPECT_EQ(a["state"], "ready");
   EXPECT_EQ(a["layers"], json::parse("[0, 3]"));
   EXPECT_EQ(a["cache"]["sessions"], 2);
+  EXPECT_EQ(a["cache"]["busy_sessions"], 1);
   const json& m = a["metrics"];
   EXPECT_EQ(m["requests"], 8.0);
   EXPECT_EQ(m["errors"], 1.0);

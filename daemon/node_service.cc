@@ -294,6 +294,22 @@ class NodeService final : public v1::RingNode::CallbackService {
     return Done(ctx, s);
   }
 
+  // Members only; the adopted prefix goes into the caller's own namespace.
+  grpc::ServerUnaryReactor* AdoptPrefix(grpc::CallbackServerContext* ctx,
+                                        const v1::AdoptPrefixRequest* request,
+                                        v1::AdoptPrefixReply* reply) override {
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = Ready();
+    if (s.ok()) {
+      absl::StatusOr<uint32_t> adopted = parts_.stage->AdoptPrefix(*request, *caller);
+      s = adopted.status();
+      if (adopted.ok()) reply->set_adopted(*adopted);
+    }
+    reply->set_protocol_version(kVersion);
+    return Done(ctx, s);
+  }
+
   // Model distribution: any node of the cluster (one that is still learning
   // the model is not a member yet), never a client.
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* ctx,

@@ -16,6 +16,10 @@
 // MaxStepBytes (which sizes the node's gRPC receive limit). The last can only
 // fail for inputs past MaxStepBytes' 64 KiB allowance, so it is exercised by
 // -max_len runs only, not by the default 4 KiB inputs.
+//
+// The same input, parsed as an AdoptPrefixRequest, goes through
+// ValidateAdoptPrefix, the other check of a peer's call that a stage runs on
+// its fields: an accepted one must keep that header's promises too.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -97,6 +101,24 @@ void CheckAccepted(const v1::StageStepRequest& step, const StepLimits& limits) {
   FUZZ_CHECK(ValidateStageStep(again, limits).ok());
 }
 
+void CheckAdoption(const v1::AdoptPrefixRequest& request, const StepLimits& limits) {
+  const absl::Status status = ValidateAdoptPrefix(request, limits);
+  if (!status.ok()) {
+    FUZZ_CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+    return;
+  }
+  FUZZ_CHECK(request.protocol_version() == v1::PROTOCOL_VERSION_CURRENT);
+  FUZZ_CHECK(!request.session_id().empty() && request.session_id().size() <= kMaxWireIdBytes);
+  FUZZ_CHECK(request.lengths_size() >= 1 && request.lengths_size() <= kMaxAdoptClaims);
+  FUZZ_CHECK(request.digests_size() == request.lengths_size());
+  uint32_t previous = 0;
+  for (int i = 0; i < request.lengths_size(); ++i) {
+    FUZZ_CHECK(request.lengths(i) > previous && request.lengths(i) < limits.context_size);
+    FUZZ_CHECK(request.digests(i).size() == 32);
+    previous = request.lengths(i);
+  }
+}
+
 }  // namespace
 }  // namespace ringlm
 
@@ -110,8 +132,13 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const ringlm::StepLimits* const limits =
       new ringlm::StepLimits(ringlm::fuzz::StoriesStepLimits());
+  ringlm::v1::AdoptPrefixRequest adoption;
+  const bool is_adoption = adoption.ParseFromArray(data, static_cast<int>(size));
+  if (is_adoption) ringlm::CheckAdoption(adoption, *limits);
   ringlm::v1::StageStepRequest step;
-  if (!step.ParseFromArray(data, static_cast<int>(size))) return -1;  // not a message: don't keep
+  if (!step.ParseFromArray(data, static_cast<int>(size))) {
+    return is_adoption ? 0 : -1;  // not a message: don't keep
+  }
   if (step.parts_omitted()) {
     // As StageRuntime::Enqueue: the kept parts go in first. A refusal is a
     // malformed step, an unknown request or another origin's.

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "inference/token_digest.h"
 
 namespace ringlm {
@@ -71,17 +72,51 @@ absl::Status SessionStore::Fork(const std::string& from, const std::string& to, 
     return absl::FailedPreconditionError(
         absl::StrCat("the first ", n, " tokens of session '", from, "' differ from the claim"));
   }
+  return ForkLocked(src->second, to, n);
+}
+
+absl::Status SessionStore::ForkLocked(const Entry& src, const std::string& to, uint32_t n) {
   if (auto dst = sessions_.find(to); dst != sessions_.end()) {
     if (dst->second.busy) return absl::UnavailableError(absl::StrCat("session '", to, "' is busy"));
+    if (&dst->second == &src) return absl::InvalidArgumentError("a session cannot fork itself");
     EraseLocked(dst, /*evicted=*/false);
   }
   Entry e;
-  e.cache = std::make_unique<KvCache>(src->second.cache->Fork(n));
+  e.cache = std::make_unique<KvCache>(src.cache->Fork(n));
   e.bytes = e.cache->allocated_bytes();
   e.last_used = clock_();
   sessions_.emplace(to, std::move(e));
   EvictLocked();
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> SessionStore::ForkLongestHeld(
+    const std::string& to, std::span<const PrefixClaim> claims,
+    const std::function<bool(const KvCache&)>& accept) {
+  absl::MutexLock lock(&mu_);
+  const Entry* best = nullptr;
+  uint32_t best_n = 0;
+  for (const auto& [id, e] : sessions_) {
+    if (e.busy || id == to || !accept(*e.cache)) continue;
+    const std::vector<int32_t>& tokens = e.cache->tokens();
+    // A longer prefix includes a shorter one: the first mismatch ends the
+    // walk, so a session of another conversation costs one short digest.
+    TokenDigester digester;
+    uint32_t fed = 0;
+    for (const PrefixClaim& claim : claims) {
+      if (claim.n > tokens.size() || claim.n < fed) break;
+      digester.Add(std::span<const int32_t>(tokens.data() + fed, claim.n - fed));
+      fed = claim.n;
+      if (digester.Digest() != claim.digest) break;
+      if (claim.n > best_n) {
+        best = &e;
+        best_n = claim.n;
+      }
+    }
+  }
+  if (best == nullptr) return 0u;
+  RINGLM_RETURN_IF_ERROR(ForkLocked(*best, to, best_n));
+  return best_n;
 }
 
 absl::StatusOr<bool> SessionStore::Drop(const std::string& id) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,21 @@ class SessionStore {
   // `expected_digest`. Every check runs before anything changes.
   absl::Status Fork(const std::string& from, const std::string& to, uint32_t n,
                     std::string_view expected_digest);
+  // One candidate prefix of a prompt: its length and TokenDigest.
+  struct PrefixClaim {
+    uint32_t n = 0;
+    std::string_view digest;
+  };
+  // Forks into a new session `to` (replacing any idle `to`) the longest of
+  // `claims` (n strictly ascending) that an idle session which `accept`
+  // takes holds exactly, from whichever such session holds it; a prefix of
+  // any session, whatever its id. Returns the length forked, 0 when no
+  // session holds even the shortest (then nothing changes). Unavailable
+  // when `to` is busy. Costs a digest pass over the matching prefix of each
+  // idle session, under the store's lock.
+  absl::StatusOr<uint32_t> ForkLongestHeld(const std::string& to,
+                                           std::span<const PrefixClaim> claims,
+                                           const std::function<bool(const KvCache&)>& accept);
   // Removes an idle session. Returns false when absent; Unavailable if busy.
   absl::StatusOr<bool> Drop(const std::string& id);
   // Removes every idle session whose cache `drop` picks.
@@ -102,6 +118,9 @@ class SessionStore {
   void EraseLocked(std::map<std::string, Entry>::iterator it, bool evicted)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Lease> LeaseLocked(const std::string& id, Entry& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes `to` the first n positions of idle `src`, whose digest is checked.
+  absl::Status ForkLocked(const Entry& src, const std::string& to, uint32_t n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionStoreOptions options_;

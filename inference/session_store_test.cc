@@ -198,5 +198,82 @@ TEST(SessionStoreTest, DropAndStats) {
   EXPECT_EQ(store.Stats().used_bytes, 0u);
 }
 
+// The tokens i * 10 + (i >= from ? shift : 0), i < n: sequences that agree
+// on their first `from` positions.
+std::vector<int32_t> Sequence(uint32_t n, uint32_t from = 0, int32_t shift = 0) {
+  std::vector<int32_t> t(n);
+  for (uint32_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>(i * 10) + (i >= from ? shift : 0);
+  return t;
+}
+
+void FillWith(SessionStore& store, const std::string& id, const std::vector<int32_t>& tokens) {
+  auto lease = store.Acquire(id, Make);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(lease->cache().Reserve(tokens.size()).ok());
+  lease->cache().Commit(tokens.data(), tokens.size());
+}
+
+// Candidate prefixes of `prompt` at `lengths`, with the digests they point to.
+struct Claims {
+  Claims(const std::vector<int32_t>& prompt, std::vector<uint32_t> lengths) {
+    for (uint32_t n : lengths) {
+      digests.push_back(TokenDigest(std::span<const int32_t>(prompt.data(), n)));
+    }
+    for (size_t i = 0; i < lengths.size(); ++i) claims.push_back({lengths[i], digests[i]});
+  }
+  std::vector<std::string> digests;
+  std::vector<SessionStore::PrefixClaim> claims;
+};
+
+TEST(SessionStoreTest, ForkLongestHeldTakesTheLongestPrefixAnyIdleSessionHolds) {
+  SessionStore store({});
+  FillWith(store, "other-head/a", Sequence(40, 20, 1));  // agrees on 20 positions
+  FillWith(store, "other-head/b", Sequence(30));         // all 30 agree
+  FillWith(store, "unrelated", Sequence(50, 0, 7));      // none
+  const std::vector<int32_t> prompt = Sequence(64);
+  Claims c(prompt, {16, 32, 48, 63});
+  auto adopted = store.ForkLongestHeld("me/new", c.claims, [](const KvCache&) { return true; });
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  EXPECT_EQ(*adopted, 16u);  // b holds 30: 16 is the longest claim inside it
+  auto lease = store.AcquireExisting("me/new");
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->cache().tokens(), Sequence(16));
+
+  // A longer holder wins, and a session `accept` refuses is never read.
+  FillWith(store, "other-head/c", Sequence(60));
+  Claims more(prompt, {16, 32, 48});
+  auto longer = store.ForkLongestHeld("me/2", more.claims, [](const KvCache&) { return true; });
+  ASSERT_TRUE(longer.ok());
+  EXPECT_EQ(*longer, 48u);
+  auto refused = store.ForkLongestHeld("me/3", more.claims, [](const KvCache&) { return false; });
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(*refused, 0u);
+  EXPECT_EQ(store.AcquireExisting("me/3").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(SessionStoreTest, ForkLongestHeldSkipsBusySessionsAndNeverTakesAWrongPrefix) {
+  SessionStore store({});
+  FillWith(store, "held", Sequence(40));
+  const std::vector<int32_t> prompt = Sequence(64);
+  Claims c(prompt, {16, 32});
+  {
+    auto busy = store.AcquireExisting("held");
+    ASSERT_TRUE(busy.ok());
+    auto adopted = store.ForkLongestHeld("me", c.claims, [](const KvCache&) { return true; });
+    ASSERT_TRUE(adopted.ok());
+    EXPECT_EQ(*adopted, 0u);
+  }
+  // The same lengths with another prompt's digests: nothing matches.
+  Claims wrong(Sequence(64, 3, 1), {16, 32});
+  auto none = store.ForkLongestHeld("me", wrong.claims, [](const KvCache&) { return true; });
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0u);
+  // Lengths past what a session holds are not claimed from it.
+  Claims past(prompt, {41, 50});
+  auto too_long = store.ForkLongestHeld("me", past.claims, [](const KvCache&) { return true; });
+  ASSERT_TRUE(too_long.ok());
+  EXPECT_EQ(*too_long, 0u);
+}
+
 }  // namespace
 }  // namespace ringlm

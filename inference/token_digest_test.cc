@@ -40,5 +40,17 @@ TEST(TokenDigestTest, DiffersForAnyChangeAndSpansBufferBoundaries) {
   EXPECT_NE(TokenDigest(shorter), base);
 }
 
+TEST(TokenDigestTest, TheDigesterReadsEveryPrefixInOnePass) {
+  std::vector<int32_t> a(700);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int32_t>(i * 31 - 5000);
+  TokenDigester digester;
+  size_t fed = 0;
+  for (size_t n : {0u, 1u, 255u, 256u, 257u, 699u, 700u}) {
+    digester.Add(std::span<const int32_t>(a.data() + fed, n - fed));
+    fed = n;
+    EXPECT_EQ(digester.Digest(), TokenDigest(std::span<const int32_t>(a.data(), n))) << n;
+  }
+}
+
 }  // namespace
 }  // namespace ringlm

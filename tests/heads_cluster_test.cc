@@ -38,12 +38,15 @@ using testing::LoopbackCluster;
 constexpr int kStreamTokens = 1500;
 constexpr char kHaproxy[] = "/usr/sbin/haproxy";
 
-// The request every test sends: greedy, streamed.
-std::string RequestBody(int max_tokens) {
-  return json{{"prompt", "Once upon a time"},
+constexpr char kPrompt[] = "Once upon a time";
+
+// The request every test sends: greedy, streamed, with its usage at the end.
+std::string RequestBody(int max_tokens, const std::string& prompt = kPrompt) {
+  return json{{"prompt", prompt},
               {"max_tokens", max_tokens},
               {"temperature", 0},
-              {"stream", true}}
+              {"stream", true},
+              {"stream_options", {{"include_usage", true}}}}
       .dump();
 }
 
@@ -52,8 +55,10 @@ struct Completion {
   int status = 0;  // 0: no HTTP answer
   std::string text;
   std::string finish_reason;
-  int chunks = 0;     // events with text
-  bool done = false;  // "data: [DONE]" arrived
+  int chunks = 0;          // events with text
+  bool done = false;       // "data: [DONE]" arrived
+  int cached_tokens = -1;  // from the usage event; -1 without one
+  int prompt_tokens = -1;
 };
 
 Completion ParseSse(const std::string& raw) {
@@ -69,6 +74,10 @@ Completion ParseSse(const std::string& raw) {
       break;
     }
     const json chunk = json::parse(payload, nullptr, false);
+    if (chunk.is_object() && chunk.contains("usage") && chunk["usage"].is_object()) {
+      c.cached_tokens = chunk["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+      c.prompt_tokens = chunk["usage"]["prompt_tokens"].get<int>();
+    }
     if (!chunk.is_object() || !chunk.contains("choices") || chunk["choices"].empty()) continue;
     const json& choice = chunk["choices"][0];
     if (choice.contains("text") && choice["text"].is_string() && choice["text"] != "") {
@@ -83,11 +92,11 @@ Completion ParseSse(const std::string& raw) {
 }
 
 // POST /v1/completions on 127.0.0.1:`port`, read to the end (120 s at most).
-Completion Complete(uint16_t port, int max_tokens) {
+Completion Complete(uint16_t port, int max_tokens, const std::string& prompt = kPrompt) {
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(120, 0);
-  auto res = client.Post("/v1/completions", RequestBody(max_tokens), "application/json");
+  auto res = client.Post("/v1/completions", RequestBody(max_tokens, prompt), "application/json");
   if (!res) return {};
   Completion c = ParseSse(res->body);
   c.status = res->status;
@@ -109,7 +118,7 @@ std::pair<int, std::string> Get(uint16_t port, const std::string& path) {
 // reads: the head can be killed while the reply is coming in.
 class RawStream {
  public:
-  explicit RawStream(uint16_t port) {
+  explicit RawStream(uint16_t port, const std::string& prompt = kPrompt) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     timeval timeout{30, 0};  // no read blocks longer
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -117,7 +126,7 @@ class RawStream {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const std::string body = RequestBody(kStreamTokens);
+    const std::string body = RequestBody(kStreamTokens, prompt);
     const std::string request = absl::StrCat(
         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Content-Length: ",
@@ -256,6 +265,99 @@ TEST_F(HeadsClusterTest, EitherHeadGivesTheSameReplyAndARetryAfterAKillTheUndist
   EXPECT_TRUE(retry.done);
   EXPECT_EQ(retry.text, reference.text);
   EXPECT_EQ(retry.finish_reason, reference.finish_reason);
+}
+
+// Node 2 serves the API but offers 1 MiB, too little for a layer: it holds
+// none. Its death leaves the plan as it was, and the stages still hold its
+// conversations, which the other head adopts by digest (AdoptPrefix).
+class IdleHeadClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = testing::MakeTempDir("ringlm-idle-head");
+    const std::string model = dir + "/tiny.gguf";
+    testing::CommandResult synth = testing::RunCommand(
+        absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", model),
+        false);
+    ASSERT_EQ(synth.exit_code, 0) << synth.output;
+    LoopbackCluster::Options options;
+    options.model = model;
+    options.memory_mb = {4000, 2000, 1};
+    options.api = true;
+    options.api_nodes = {2};
+    options.extra_args = {"--ctx-size", "4096", "--announce-interval-ms", "500"};
+    cluster_ = std::make_unique<LoopbackCluster>(options);
+    // Three nodes, and a plan over nodes 0 and 1, which are ready; node 2
+    // is idle.
+    auto formed = [&] {
+      const json status = cluster_->Status(0);
+      if (!status.is_object() || status["nodes"].size() != 3) return false;
+      int ready = 0;
+      int idle = 0;
+      for (const json& n : status["nodes"]) {
+        ready += n["state"] == "ready" ? 1 : 0;
+        idle += n["state"] == "idle" ? 1 : 0;
+      }
+      return ready == 2 && idle == 1 && status["plan"]["stages"].size() == 2;
+    };
+    ASSERT_TRUE(testing::WaitFor(formed, 30s)) << cluster_->Logs();
+    for (size_t head : {0, 2}) {
+      ASSERT_TRUE(testing::WaitFor(
+          [&] { return Get(cluster_->api_port(head), "/health").first == 200; }, 30s))
+          << "head " << head << "\n"
+          << cluster_->Logs();
+    }
+  }
+
+  // True once no stage holds a session busy with a step.
+  bool StagesIdle() {
+    const json status = cluster_->Status(0);
+    if (!status.is_object()) return false;
+    for (const json& n : status["nodes"]) {
+      if (n.contains("cache") && n["cache"]["busy_sessions"] != 0) return false;
+    }
+    return true;
+  }
+
+  std::unique_ptr<LoopbackCluster> cluster_;
+};
+
+TEST_F(IdleHeadClusterTest, ARetryOnTheOtherHeadGetsTheSameReplyFromTheStagesKv) {
+  const std::string prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her friends, and every day she brought a red ball.";
+  // The reply, from the head that will die; nothing of it is cached yet.
+  const Completion reference = Complete(cluster_->api_port(2), kStreamTokens, prompt);
+  ASSERT_EQ(reference.status, 200) << cluster_->Logs();
+  ASSERT_TRUE(reference.done);
+  EXPECT_EQ(reference.cached_tokens, 0);
+
+  // The same request on that head again, cut by its death mid-stream.
+  RawStream stream(cluster_->api_port(2), prompt);
+  ASSERT_TRUE(stream.ReadUntil(50)) << "the stream ended before 50 chunks\n" << cluster_->Logs();
+  cluster_->KillNode(2);
+  stream.ReadToEnd();
+  const Completion cut = stream.received();
+  EXPECT_FALSE(cut.done);
+  EXPECT_EQ(reference.text.substr(0, cut.text.size()), cut.text);
+
+  // The stages stop the dead head's request at its next delivery. A retry
+  // that came while its last step still ran would find the session busy
+  // and start cold: still the same reply, but with nothing cached.
+  ASSERT_TRUE(testing::WaitFor([&] { return StagesIdle(); }, 10s)) << cluster_->Logs();
+  const auto killed = std::chrono::steady_clock::now();
+  const Completion retry = Complete(cluster_->api_port(0), kStreamTokens, prompt);
+  std::printf(
+      "retry on head 0: %d of %d prompt tokens cached, answered %.2f s after the stages went "
+      "idle\n",
+      retry.cached_tokens, retry.prompt_tokens,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
+  ASSERT_EQ(retry.status, 200) << cluster_->Logs();
+  EXPECT_TRUE(retry.done);
+  EXPECT_EQ(retry.text, reference.text);
+  EXPECT_EQ(retry.finish_reason, reference.finish_reason);
+  // All but the last prompt token: the stages held the whole prompt.
+  EXPECT_GT(retry.cached_tokens, 0) << cluster_->Logs();
+  EXPECT_EQ(retry.cached_tokens, retry.prompt_tokens - 1);
 }
 
 // HAProxy's view of a server in `backend` from its stats CSV: "UP", "DOWN",

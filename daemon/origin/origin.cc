@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "daemon/origin/prefix_adoption.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/context_limit.h"
 #include "security/crypto.h"
@@ -72,6 +73,16 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(GenerationRequest request)
   // 128 random bits from the CSPRNG: ids are capabilities, never guessable.
   r.request_id = RandomId("req-");
   if (request.reuse.session_id.empty()) request.reuse.session_id = RandomId("tmp-");
+  if (request.keep_session && request.reuse.reuse_len == 0) {
+    // Nothing of it cached here: the conversation may have begun on another
+    // head, and the stages may still hold it.
+    request.reuse.reuse_len =
+        AdoptPrefix(*context_.transport, r.plan, request.reuse.session_id, request.prompt);
+    if (request.reuse.reuse_len > 0) {
+      spdlog::info("request {}: adopted {} prompt positions that the stages hold", r.request_id,
+                   request.reuse.reuse_len);
+    }
+  }
   request.top_logprobs = std::clamp(request.top_logprobs, 0, kMaxTopLogprobs);
   r.generation = std::move(request);
   return r;

@@ -59,7 +59,10 @@ class OriginRegistry : public LocalOrigin {
   // the context (CheckPromptFits) inside the vocabulary, max_tokens >= 0, valid
   // sampling (InvalidArgument naming what is wrong). Then it draws the
   // request id (and a session id when none is given) from the CSPRNG and
-  // takes the serving plan (Unavailable when there is none).
+  // takes the serving plan (Unavailable when there is none). A request that
+  // keeps its session and reuses nothing asks the plan's stages for a
+  // prefix of its prompt that another head's conversation left there
+  // (AdoptPrefix); it starts from what every stage holds.
   absl::StatusOr<OriginRequest> Prepare(GenerationRequest request) const;
   // Registers a prepared request and queues its prompt. InvalidArgument for
   // an empty prompt or a duplicate id.

@@ -583,5 +583,42 @@ TEST_F(OriginRecoveryTest, PrepareChecksARequestOnceAndDrawsItsIds) {
   EXPECT_FALSE(b->generation.f16_hidden);
 }
 
+TEST_F(OriginRecoveryTest, AKeptSessionStartingColdStartsFromWhatEveryStageAdopted) {
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i + 1);
+  transport_.HoldPrefix("o", 39);
+  transport_.HoldPrefix("b", 39);
+  transport_.HoldPrefix("c", 35);  // of the offered 16, 32 and 39: 32
+  GenerationRequest kept;
+  kept.prompt = prompt;
+  kept.reuse.session_id = "s-new";
+  kept.keep_session = true;
+  absl::StatusOr<OriginRequest> r = origin_->Prepare(kept);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->generation.reuse.reuse_len, 32u);
+  EXPECT_TRUE(r->generation.reuse.fork_from.empty());
+  EXPECT_EQ(transport_.offers().size(), 3u);
+
+  // The first step claims those 32 positions in its own session.
+  ASSERT_TRUE(origin_->Start(*std::move(r), [](const OriginEvent&) {}).ok());
+  const v1::StageStepRequest first = transport_.WaitStep(1).second;
+  EXPECT_EQ(first.session_id(), "s-new");
+  EXPECT_EQ(first.reuse_len(), 32u);
+  EXPECT_EQ(first.position(), 32u);
+  EXPECT_EQ(first.reuse_digest(), TokenDigest(std::span<const int32_t>(prompt.data(), 32)));
+
+  // A throwaway session, or one that reuses a prefix of this head's own,
+  // asks nobody.
+  GenerationRequest throwaway;
+  throwaway.prompt = prompt;
+  ASSERT_TRUE(origin_->Prepare(throwaway).ok());
+  GenerationRequest own = kept;
+  own.reuse.reuse_len = 8;
+  absl::StatusOr<OriginRequest> o = origin_->Prepare(own);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->generation.reuse.reuse_len, 8u);
+  EXPECT_EQ(transport_.offers().size(), 3u);
+}
+
 }  // namespace
 }  // namespace ringlm

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,6 +45,27 @@ class RecordingTransport : public Transport {
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
+  // Node `to` adopts the longest offered length up to what HoldPrefix set
+  // for it (0 by default); a failing node answers Unavailable.
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string& to,
+                                       const v1::AdoptPrefixRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    if (failing_.count(to) > 0) return absl::UnavailableError("connection refused");
+    offers_.push_back({to, r});
+    uint32_t adopted = 0;
+    for (uint32_t n : r.lengths()) {
+      if (n <= held_[to]) adopted = n;
+    }
+    return adopted;
+  }
+  void HoldPrefix(const std::string& node, uint32_t n) {
+    absl::MutexLock lock(&mu_);
+    held_[node] = n;
+  }
+  std::vector<std::pair<std::string, v1::AdoptPrefixRequest>> offers() {
+    absl::MutexLock lock(&mu_);
+    return offers_;
+  }
   // Waits for the n-th step (1-based).
   std::pair<std::string, v1::StageStepRequest> WaitStep(size_t n) {
     absl::MutexLock lock(&mu_);
@@ -73,6 +95,8 @@ class RecordingTransport : public Transport {
   std::vector<std::pair<std::string, v1::StageStepRequest>> steps_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> failing_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint32_t> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, v1::AdoptPrefixRequest>> offers_ ABSL_GUARDED_BY(mu_);
 };
 
 // The cluster as the origin's hooks see it, for the origin's test fixtures

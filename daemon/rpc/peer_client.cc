@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace ringlm {
 namespace {
@@ -147,6 +148,16 @@ absl::Status PeerClient::DropSession(const std::string& address, const std::stri
   req.set_session_id(session_id);
   v1::DropSessionReply reply;
   return FromGrpc(Stub(address)->DropSession(&ctx, req, &reply), address);
+}
+
+absl::StatusOr<uint32_t> PeerClient::AdoptPrefix(const std::string& address,
+                                                 const v1::AdoptPrefixRequest& request) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, options_.control_timeout);
+  InFlight in_flight(this, address, &ctx);
+  v1::AdoptPrefixReply reply;
+  RINGLM_RETURN_IF_ERROR(FromGrpc(Stub(address)->AdoptPrefix(&ctx, request, &reply), address));
+  return reply.adopted();
 }
 
 absl::Status PeerClient::GetModel(const std::string& address, const v1::GetModelRequest& request,

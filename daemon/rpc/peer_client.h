@@ -62,6 +62,9 @@ class PeerClient {
                             v1::DeliverTokenReply* reply);
   absl::Status Cancel(const std::string& address, const std::string& request_id);
   absl::Status DropSession(const std::string& address, const std::string& session_id);
+  // AdoptPrefixReply.adopted.
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string& address,
+                                       const v1::AdoptPrefixRequest& request);
   absl::Status GetModel(const std::string& address, const v1::GetModelRequest& request,
                         v1::GetModelReply* reply);
   // Streams the chunks of one FetchTensor call to `on_chunk`, which returns
@@ -72,9 +75,10 @@ class PeerClient {
 
   // Closes the channels to every address not in `keep`.
   void Retain(const std::set<std::string>& keep);
-  // Ends the ring calls (StageStep, DeliverToken, Cancel, DropSession) now
-  // in flight to `address` with CANCELLED: the node left the cluster, and
-  // a hung one must not hold its callers until their deadlines.
+  // Ends the ring calls (StageStep, DeliverToken, Cancel, DropSession,
+  // AdoptPrefix) now in flight to `address` with CANCELLED: the node left
+  // the cluster, and a hung one must not hold its callers until their
+  // deadlines.
   void CancelCallsTo(const std::string& address);
   size_t channels() const;
 

@@ -53,4 +53,11 @@ absl::Status MemberTransport::DropSession(const std::string& to, const std::stri
   return client_->DropSession(address, session_id);
 }
 
+absl::StatusOr<uint32_t> MemberTransport::AdoptPrefix(const std::string& to,
+                                                      const v1::AdoptPrefixRequest& request) {
+  if (to == self_id_) return stage_->AdoptPrefix(request, Caller::Self(self_id_));
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
+  return client_->AdoptPrefix(address, request);
+}
+
 }  // namespace ringlm

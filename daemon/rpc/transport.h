@@ -15,6 +15,9 @@
 
 namespace ringlm {
 
+// Candidate prefixes in one AdoptPrefix call at most.
+inline constexpr int kMaxAdoptClaims = 64;
+
 // Every call names its target by node id only: the transport dials the
 // address it has verified for that member, never one taken from a request.
 // Every call has a deadline and returns Unavailable or DeadlineExceeded for
@@ -29,6 +32,10 @@ class Transport {
                                     v1::DeliverTokenReply* reply) = 0;
   virtual absl::Status Cancel(const std::string& to, const std::string& request_id) = 0;
   virtual absl::Status DropSession(const std::string& to, const std::string& session_id) = 0;
+  // Positions of the offered prefix node `to` now holds in the caller's
+  // session (AdoptPrefixReply.adopted).
+  virtual absl::StatusOr<uint32_t> AdoptPrefix(const std::string& to,
+                                               const v1::AdoptPrefixRequest& request) = 0;
 };
 
 class PeerClient;
@@ -43,6 +50,8 @@ class LocalStage {
   virtual absl::Status Cancel(const std::string& request_id, const Caller& caller) = 0;
   // True when a session was dropped.
   virtual absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) = 0;
+  virtual absl::StatusOr<uint32_t> AdoptPrefix(const v1::AdoptPrefixRequest& request,
+                                               const Caller& caller) = 0;
 };
 
 // This node's own origin, as a stage of this node delivers a token to it.
@@ -79,6 +88,8 @@ class MemberTransport : public Transport {
                             v1::DeliverTokenReply* reply) override;
   absl::Status Cancel(const std::string& to, const std::string& request_id) override;
   absl::Status DropSession(const std::string& to, const std::string& session_id) override;
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string& to,
+                                       const v1::AdoptPrefixRequest& request) override;
 
  private:
   const std::string self_id_;

@@ -28,8 +28,8 @@ constexpr char kSelf[] = "self";
 class FakeLocalStage : public LocalStage {
  public:
   struct Call {
-    std::string kind;  // "enqueue", "cancel" or "drop"
-    std::string id;    // request id (enqueue, cancel) or session id (drop)
+    std::string kind;  // "enqueue", "cancel", "drop" or "adopt"
+    std::string id;    // request id (enqueue, cancel) or session id (drop, adopt)
     Caller caller;
   };
 
@@ -42,6 +42,12 @@ class FakeLocalStage : public LocalStage {
   absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) override {
     RINGLM_RETURN_IF_ERROR(Record("drop", session_id, caller));
     return true;
+  }
+  // Adopts the longest offered length.
+  absl::StatusOr<uint32_t> AdoptPrefix(const v1::AdoptPrefixRequest& request,
+                                       const Caller& caller) override {
+    RINGLM_RETURN_IF_ERROR(Record("adopt", request.session_id(), caller));
+    return request.lengths(request.lengths_size() - 1);
   }
 
   std::vector<Call> calls() const {
@@ -145,6 +151,15 @@ class FakePeerService final : public v1::RingNode::CallbackService {
     calls_.push_back({"drop", request->session_id(), Claimed(*ctx)});
     return Done(ctx);
   }
+  // Adopts the shortest offered length.
+  grpc::ServerUnaryReactor* AdoptPrefix(grpc::CallbackServerContext* ctx,
+                                        const v1::AdoptPrefixRequest* request,
+                                        v1::AdoptPrefixReply* reply) override {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back({"adopt", request->session_id(), Claimed(*ctx)});
+    reply->set_adopted(request->lengths(0));
+    return Done(ctx);
+  }
 
   std::vector<Call> calls() const {
     absl::MutexLock lock(&mu_);
@@ -222,6 +237,18 @@ v1::DeliverTokenRequest Delivery(const std::string& request_id, int32_t token) {
   return r;
 }
 
+// An offer of the prefixes of 16 and 32 tokens for `session_id`.
+v1::AdoptPrefixRequest Offer(const std::string& session_id) {
+  v1::AdoptPrefixRequest r;
+  r.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  r.set_session_id(session_id);
+  for (uint32_t n : {16, 32}) {
+    r.add_lengths(n);
+    r.add_digests(std::string(32, 'd'));
+  }
+  return r;
+}
+
 class MemberTransportTest : public ::testing::Test {
  protected:
   MemberTransportTest() {
@@ -274,9 +301,12 @@ TEST_F(MemberTransportTest, CallsToThisNodeGoToItsOwnStageAsSelf) {
   ASSERT_TRUE(transport_->StageStep(kSelf, Step("r1#0")).ok());
   ASSERT_TRUE(transport_->Cancel(kSelf, "r2#0").ok());
   ASSERT_TRUE(transport_->DropSession(kSelf, "origin/s9").ok());
+  EXPECT_EQ(*transport_->AdoptPrefix(kSelf, Offer("origin/s8")), 32u);
 
   const std::vector<FakeLocalStage::Call> calls = stage_.calls();
-  ASSERT_EQ(calls.size(), 3u);
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[3].kind, "adopt");
+  EXPECT_EQ(calls[3].id, "origin/s8");
   EXPECT_EQ(calls[0].kind, "enqueue");
   EXPECT_EQ(calls[0].id, "r1#0");
   EXPECT_EQ(calls[1].kind, "cancel");
@@ -298,6 +328,8 @@ TEST_F(MemberTransportTest, TheLocalStagesRefusalComesBackAsItIs) {
   stage_.set_answer(absl::PermissionDeniedError("not yours"));
   EXPECT_EQ(transport_->Cancel(kSelf, "r1#0").code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(transport_->DropSession(kSelf, "s").code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(transport_->AdoptPrefix(kSelf, Offer("s")).status().code(),
+            absl::StatusCode::kPermissionDenied);
 }
 
 TEST_F(MemberTransportTest, DeliveriesToThisNodeGoToItsOwnOrigin) {
@@ -357,9 +389,12 @@ TEST_F(MemberTransportTest, CallsToAMemberGoOverGrpcToItsProvenAddress) {
   EXPECT_TRUE(reply.cancel());  // the remote origin's answer reaches the caller
   ASSERT_TRUE(transport_->Cancel("b", "r2#0").ok());
   ASSERT_TRUE(transport_->DropSession("b", "origin/s3").ok());
+  EXPECT_EQ(*transport_->AdoptPrefix("b", Offer("origin/s4")), 16u);
 
   const std::vector<FakePeerService::Call> calls = peer_.calls();
-  ASSERT_EQ(calls.size(), 4u);
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(calls[4].kind, "adopt");
+  EXPECT_EQ(calls[4].id, "origin/s4");
   EXPECT_EQ(calls[0].kind, "step");
   EXPECT_EQ(calls[0].id, "r1#0");
   EXPECT_EQ(calls[1].kind, "deliver");

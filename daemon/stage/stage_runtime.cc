@@ -238,6 +238,21 @@ absl::StatusOr<size_t> StageRuntime::DropAllSessions(const Caller& caller) {
   return sessions_.DropIdleWithPrefix(SessionKey(caller.node_id, ""));
 }
 
+absl::StatusOr<uint32_t> StageRuntime::AdoptPrefix(const v1::AdoptPrefixRequest& request,
+                                                   const Caller& caller) {
+  RINGLM_RETURN_IF_ERROR(ValidateAdoptPrefix(request, limits_));
+  if (!caller.is_node()) return absl::PermissionDeniedError("only an origin node may adopt");
+  const std::optional<LayerRange> held = range();
+  if (!held.has_value()) return 0u;
+  std::vector<SessionStore::PrefixClaim> claims;
+  for (int i = 0; i < request.lengths_size(); ++i) {
+    claims.push_back({request.lengths(i), request.digests(i)});
+  }
+  return sessions_.ForkLongestHeld(
+      SessionKey(caller.node_id, request.session_id()), claims,
+      [&](const KvCache& cache) { return cache.Holds(held->first, held->last); });
+}
+
 bool StageRuntime::IsCancelled(const std::string& request_id) const {
   absl::MutexLock lock(&mu_);
   auto it = requests_.find(request_id);

@@ -88,9 +88,10 @@ using MembershipCheck = std::function<bool(const std::string& node_id)>;
 // its plan and its origin are members, and it comes from the previous stage
 // of the plan or from the origin; a request id belongs to the first origin
 // that used it. Sessions live in their origin's namespace, so no head can
-// read, fork or drop another head's KV. A claimed prefix is checked by
-// digest before anything is forked or truncated, and a miss says nothing
-// about what the stage holds.
+// name, read or drop another head's sessions; a head can only adopt a
+// prefix of one by presenting its tokens' digests (AdoptPrefix). A claimed
+// prefix is checked by digest before anything is forked or truncated, and a
+// miss says nothing about what the stage holds.
 //
 // `model`, `pool` and `transport` must outlive it. Thread-safe.
 class StageRuntime : public LocalStage {
@@ -124,6 +125,13 @@ class StageRuntime : public LocalStage {
   absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) override;
   // Drops every idle session of `caller`'s; returns how many.
   absl::StatusOr<size_t> DropAllSessions(const Caller& caller);
+  // Forks into `caller`'s session `request.session_id` the longest claimed
+  // prefix that an idle session of any head holds for this node's current
+  // layers (SessionStore::ForkLongestHeld); returns its length, 0 for none.
+  // InvalidArgument for a malformed request (ValidateAdoptPrefix),
+  // PermissionDenied for a caller that is no node.
+  absl::StatusOr<uint32_t> AdoptPrefix(const v1::AdoptPrefixRequest& request,
+                                       const Caller& caller) override;
 
   SessionStore& sessions() { return sessions_; }
   size_t queued() const { return queue_.pending(); }

@@ -37,6 +37,9 @@ class FakeTransport : public Transport {
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string&, const v1::AdoptPrefixRequest&) override {
+    return 0u;
+  }
   // Forgets what was sent so far.
   void Clear() {
     absl::MutexLock lock(&mu_);
@@ -183,6 +186,61 @@ TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
   EXPECT_EQ(TotalPositions(), prompt_.size());
   EXPECT_EQ(*runtime_->DropSession("s1", Node("o")), true);
   EXPECT_EQ(TotalPositions(), 0u);
+}
+
+// Another head adopts a prefix that origin "o" left here only by presenting
+// its digests; the adopted prefix lives in the adopter's own namespace, and
+// its claim then continues exactly as "o"'s own would.
+TEST_F(StageRuntimeTest, AnotherHeadAdoptsAPrefixOnlyByItsDigests) {
+  ASSERT_TRUE(runtime_->Enqueue(Step("o", "r1", "s1", prompt_), Node("o")).ok());
+  const int32_t first = transport_.WaitDelivery(1).token();
+  WaitIdle();
+  auto offer = [&](std::vector<int32_t> tokens, std::vector<uint32_t> lengths) {
+    v1::AdoptPrefixRequest r;
+    r.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    r.set_session_id("s-c");
+    for (uint32_t n : lengths) {
+      r.add_lengths(n);
+      r.add_digests(TokenDigest(std::span<const int32_t>(tokens.data(), n)));
+    }
+    return r;
+  };
+  // Malformed offers and callers that are no node are refused; another
+  // prompt's digests adopt nothing.
+  EXPECT_EQ(runtime_->AdoptPrefix(offer(prompt_, {4, 2}), Node("c")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runtime_->AdoptPrefix(offer(prompt_, {}), Node("c")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::AdoptPrefixRequest short_digest = offer(prompt_, {4});
+  short_digest.set_digests(0, "x");
+  EXPECT_EQ(runtime_->AdoptPrefix(short_digest, Node("c")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runtime_->AdoptPrefix(offer(prompt_, {4}), Caller{Caller::Role::kClient, "x", true, ""})
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+  std::vector<int32_t> other = prompt_;
+  other[0] += 1;
+  EXPECT_EQ(*runtime_->AdoptPrefix(offer(other, {4, 7}), Node("c")), 0u);
+  EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), 1u);
+
+  // The right digests: "c" now holds 7 positions of its own, and "o"'s
+  // session is untouched.
+  ASSERT_EQ(*runtime_->AdoptPrefix(offer(prompt_, {4, 7}), Node("c")), 7u);
+  EXPECT_EQ(runtime_->sessions().Stats().sessions.size(), 2u);
+  EXPECT_EQ(TotalPositions(), prompt_.size() + 7);
+  v1::StageStepRequest claim = Step("c", "r2", "s-c", {prompt_[7]});
+  claim.set_position(7);
+  claim.set_reuse_len(7);
+  claim.set_reuse_digest(TokenDigest(std::span<const int32_t>(prompt_.data(), 7)));
+  ASSERT_TRUE(runtime_->Enqueue(claim, Node("c")).ok());
+  const v1::DeliverTokenRequest adopted = transport_.WaitDelivery(2);
+  EXPECT_FALSE(adopted.cache_miss()) << adopted.error();
+  EXPECT_EQ(adopted.token(), first);
+  WaitIdle();
+  // "o" still drops its own, and "c" cannot drop it.
+  EXPECT_EQ(*runtime_->DropSession("s1", Node("c")), false);
+  EXPECT_EQ(*runtime_->DropSession("s1", Node("o")), true);
 }
 
 TEST_F(StageRuntimeTest, AWrongPrefixClaimChangesNothingAndRevealsNothing) {
@@ -467,6 +525,9 @@ class LoopingTransport : public Transport {
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string&, const v1::AdoptPrefixRequest&) override {
+    return 0u;
+  }
   // Per request: its tokens and their logprobs.
   std::map<std::string, std::pair<std::vector<int32_t>, std::vector<float>>> WaitFinished(int n) {
     absl::MutexLock lock(&mu_);
@@ -593,6 +654,9 @@ class StallingTransport : public Transport {
   absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
+  }
+  absl::StatusOr<uint32_t> AdoptPrefix(const std::string&, const v1::AdoptPrefixRequest&) override {
+    return 0u;
   }
   bool WaitStalled() {
     absl::MutexLock lock(&mu_);

@@ -125,4 +125,30 @@ uint64_t MaxStepBytes(const StepLimits& limits) {
   return uint64_t{limits.max_step_tokens} * (uint64_t{limits.n_embd} * 4 + 5) + (64 << 10);
 }
 
+absl::Status ValidateAdoptPrefix(const v1::AdoptPrefixRequest& request, const StepLimits& limits) {
+  if (request.protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol version ", request.protocol_version(), " is not supported"));
+  }
+  RINGLM_RETURN_IF_ERROR(CheckId(request.session_id(), "session_id"));
+  const int n = request.lengths_size();
+  if (n < 1 || n > kMaxAdoptClaims || request.digests_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an adoption needs 1 to ", kMaxAdoptClaims, " lengths, each with a digest"));
+  }
+  uint32_t previous = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t length = request.lengths(i);
+    if (length <= previous || length >= limits.context_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "adoption lengths must ascend strictly inside [1, ", limits.context_size, ")"));
+    }
+    if (request.digests(i).size() != 32) {
+      return absl::InvalidArgumentError("every adoption digest must have 32 bytes");
+    }
+    previous = length;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringlm

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "daemon/rpc/transport.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -34,6 +35,12 @@ inline constexpr size_t kMaxWireIdBytes = 128;
 // consistent prefix claim, valid sampling parameters, and at most
 // MaxStepBytes(limits) bytes in all.
 absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimits& limits);
+
+// InvalidArgument, naming the field, unless `request` is well-formed:
+// protocol version, a session id of 1..128 bytes, 1..kMaxAdoptClaims
+// lengths, strictly ascending inside [1, context_size), each with a 32-byte
+// digest.
+absl::Status ValidateAdoptPrefix(const v1::AdoptPrefixRequest& request, const StepLimits& limits);
 
 // Bytes of hidden state a well-formed step of `n_tokens` carries at most:
 // the bound on a node's gRPC message size follows from it.

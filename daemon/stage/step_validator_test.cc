@@ -140,5 +140,43 @@ TEST(StepValidatorTest, MaxStepBytesCoversTheLargestValidStep) {
   EXPECT_LE(r.ByteSizeLong(), MaxStepBytes(Limits()));
 }
 
+TEST(StepValidatorTest, AnAdoptionOffersAscendingLengthsInsideTheContextWithDigests) {
+  auto offer = [](std::vector<uint32_t> lengths) {
+    v1::AdoptPrefixRequest r;
+    r.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    r.set_session_id("s");
+    for (uint32_t n : lengths) {
+      r.add_lengths(n);
+      r.add_digests(std::string(32, 'd'));
+    }
+    return r;
+  };
+  auto message = [](const v1::AdoptPrefixRequest& r) {
+    absl::Status s = ValidateAdoptPrefix(r, Limits());
+    EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kInvalidArgument) << s;
+    return std::string(s.message());
+  };
+  EXPECT_TRUE(ValidateAdoptPrefix(offer({1, 16, 63}), Limits()).ok());
+  EXPECT_NE(message(offer({})).find("1 to 64 lengths"), std::string::npos);
+  std::vector<uint32_t> too_many(65);
+  for (uint32_t i = 0; i < 65; ++i) too_many[i] = i + 1;
+  EXPECT_NE(message(offer(too_many)).find("1 to 64 lengths"), std::string::npos);
+  for (const auto& bad : {std::vector<uint32_t>{0}, {4, 4}, {8, 4}, {64}}) {
+    EXPECT_NE(message(offer(bad)).find("ascend strictly inside [1, 64)"), std::string::npos);
+  }
+  v1::AdoptPrefixRequest r = offer({4});
+  r.set_digests(0, "short");
+  EXPECT_NE(message(r).find("32 bytes"), std::string::npos);
+  r = offer({4});
+  r.add_digests(std::string(32, 'e'));
+  EXPECT_NE(message(r).find("each with a digest"), std::string::npos);
+  r = offer({4});
+  r.set_session_id("");
+  EXPECT_NE(message(r).find("session_id"), std::string::npos);
+  r = offer({4});
+  r.set_protocol_version(1);
+  EXPECT_NE(message(r).find("protocol version"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringlm
