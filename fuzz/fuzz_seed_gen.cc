@@ -266,6 +266,29 @@ void WriteSteps(const std::string& dir) {
   r = omitted;
   r.set_origin("node-c");
   emit_omitted("bad_parts_omitted_other_origin.pb", r, absl::StatusCode::kPermissionDenied);
+
+  // AdoptPrefix offers (the same target checks ValidateAdoptPrefix): one at
+  // the limits, and ones a field away from valid.
+  auto emit_offer = [&](const std::string& name, const v1::AdoptPrefixRequest& offer, bool valid) {
+    const absl::Status s = ValidateAdoptPrefix(offer, limits);
+    Expect(s.ok() == valid, name + ": " + std::string(s.message()));
+    Write(dir, name, offer.SerializeAsString());
+  };
+  v1::AdoptPrefixRequest offer;
+  offer.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  offer.set_session_id("sess-7f3a");
+  for (int i = 1; i <= kMaxAdoptClaims; ++i) {
+    offer.add_lengths(static_cast<uint32_t>(i) * (fuzz::kContextSize - 1) / kMaxAdoptClaims);
+    offer.add_digests(Sha256("prefix-" + std::to_string(i)));
+  }
+  emit_offer("adopt_offer_full.pb", offer, true);
+  v1::AdoptPrefixRequest bad = offer;
+  bad.add_lengths(fuzz::kContextSize);
+  bad.add_digests(Sha256("past the limit"));
+  emit_offer("bad_adopt_too_many.pb", bad, false);
+  bad = offer;
+  bad.set_lengths(1, bad.lengths(0));
+  emit_offer("bad_adopt_not_ascending.pb", bad, false);
 }
 
 // ---- gguf_fuzzer -------------------------------------------------------------

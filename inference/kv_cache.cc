@@ -70,6 +70,7 @@ KvCache KvCache::Fork(uint32_t n) const {
     fork.blocks_.push_back(CopyOfRows(*blocks_[whole], rows));
   }
   fork.tokens_.assign(tokens_.begin(), tokens_.begin() + n);
+  fork.rounded_inputs_ = rounded_inputs_ && n > 0;
   return fork;
 }
 
@@ -97,6 +98,7 @@ void KvCache::Commit(const int32_t* tokens, uint32_t n) {
 }
 
 void KvCache::Truncate(uint32_t n) {
+  if (n == 0) rounded_inputs_ = false;
   if (n >= tokens_.size()) return;
   tokens_.resize(n);
   blocks_.resize((n + kKvBlockTokens - 1) / kKvBlockTokens);

@@ -88,6 +88,12 @@ class KvCache {
   void Commit(const int32_t* tokens, uint32_t n);
   // Forgets every position >= n (n <= n_positions), and the blocks past it.
   void Truncate(uint32_t n);
+  // Some position was computed from inputs rounded on the way (hidden
+  // states sent as F16): its KV is not what an F32 run computes, so only a
+  // request of the same kind may reuse it. Forks keep the mark; an empty
+  // cache (Truncate(0)) drops it.
+  void MarkRoundedInputs() { rounded_inputs_ = true; }
+  bool rounded_inputs() const { return rounded_inputs_; }
 
   // Row of `n_embd_kv` f16 values; `layer` is relative to the stage's first
   // layer. Valid for positions Reserve made room for. Rows of positions in
@@ -127,6 +133,7 @@ class KvCache {
   std::shared_ptr<KvBlockLedger> ledger_;
   std::vector<std::shared_ptr<Block>> blocks_;  // [pos / kKvBlockTokens]
   std::vector<int32_t> tokens_;                 // [pos]
+  bool rounded_inputs_ = false;
 };
 
 }  // namespace ringlm

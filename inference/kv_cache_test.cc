@@ -78,6 +78,20 @@ TEST(KvCacheTest, ForkSharesWholeBlocksAndCopiesOnlyAPartialOne) {
   EXPECT_EQ(at_boundary.n_blocks(), 2u);
 }
 
+TEST(KvCacheTest, TheMarkOfRoundedInputsGoesWithForksUntilTheCacheIsEmpty) {
+  KvCache cache(2, 2, 256);
+  Write(cache, 20);
+  EXPECT_FALSE(cache.rounded_inputs());
+  EXPECT_FALSE(cache.Fork(10).rounded_inputs());
+  cache.MarkRoundedInputs();
+  EXPECT_TRUE(cache.Fork(10).rounded_inputs());
+  EXPECT_FALSE(cache.Fork(0).rounded_inputs());
+  cache.Truncate(5);
+  EXPECT_TRUE(cache.rounded_inputs());
+  cache.Truncate(0);
+  EXPECT_FALSE(cache.rounded_inputs());
+}
+
 TEST(KvCacheTest, WritingIntoASharedBlockCopiesItFirst) {
   KvCache cache(1, 2, 256);
   Write(cache, 20);

@@ -128,6 +128,15 @@ std::map<std::string, grpc::StatusCode> CallEveryMethod(v1::RingNode::Stub& stub
     v1::DropSessionReply out;
     return stub.DropSession(c, r, &out);
   });
+  codes["AdoptPrefix"] = Unary([&](grpc::ClientContext* c) {
+    v1::AdoptPrefixRequest r;
+    r.set_protocol_version(v);
+    r.set_session_id("s");
+    r.add_lengths(1);
+    r.add_digests(std::string(32, 'd'));
+    v1::AdoptPrefixReply out;
+    return stub.AdoptPrefix(c, r, &out);
+  });
   codes["Generate"] = Unary([&](grpc::ClientContext* c) {
     if (!bearer.empty()) c->AddMetadata("authorization", "Bearer " + bearer);
     v1::GenerateRequest r;

@@ -248,9 +248,12 @@ absl::StatusOr<uint32_t> StageRuntime::AdoptPrefix(const v1::AdoptPrefixRequest&
   for (int i = 0; i < request.lengths_size(); ++i) {
     claims.push_back({request.lengths(i), request.digests(i)});
   }
+  // Heads adopt for F32 requests only (the HTTP API's): KV computed from
+  // hidden states rounded to F16 on the wire is not theirs to reuse.
   return sessions_.ForkLongestHeld(
-      SessionKey(caller.node_id, request.session_id()), claims,
-      [&](const KvCache& cache) { return cache.Holds(held->first, held->last); });
+      SessionKey(caller.node_id, request.session_id()), claims, [&](const KvCache& cache) {
+        return cache.Holds(held->first, held->last) && !cache.rounded_inputs();
+      });
 }
 
 bool StageRuntime::IsCancelled(const std::string& request_id) const {
@@ -387,6 +390,7 @@ absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStep
   if (request.stage_index() > 0) {
     RINGLM_ASSIGN_OR_RETURN(
         p.hidden, DecodeHidden(request.hidden(), request.tokens_size(), model_.config().n_embd));
+    if (request.hidden().dtype() == v1::DTYPE_F16) p.lease.cache().MarkRoundedInputs();
   }
   RINGLM_RETURN_IF_ERROR(bundle.engine->Check(p.lease.cache(), InputOf(p)));
   return p;
