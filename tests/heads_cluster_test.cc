@@ -185,23 +185,30 @@ void ExpectStatusListsTheHeads(LoopbackCluster& cluster) {
   }
 }
 
-// Three nodes on a random-weight model (it seldom stops, so a reply runs to
-// max_tokens); nodes 0 and 1 are heads. Node 0 holds the most layers.
+// Options for three nodes on a random-weight model written to a new folder
+// named after `name` (it seldom stops, so a reply runs to max_tokens): node 0
+// and `more_heads` serve the API, and health calls run every 500 ms, for
+// fast failure detection on loopback.
+void TinyModelHeads(const std::string& name, std::vector<size_t> more_heads,
+                    LoopbackCluster::Options* options) {
+  options->model = testing::MakeTempDir(name) + "/tiny.gguf";
+  testing::CommandResult synth = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", options->model),
+      false);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  options->api = true;
+  options->api_nodes = std::move(more_heads);
+  options->extra_args = {"--ctx-size", "4096", "--announce-interval-ms", "500"};
+}
+
+// Three nodes on the tiny random-weight model; nodes 0 and 1 are heads. Node 0
+// holds the most layers.
 class HeadsClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = testing::MakeTempDir("ringlm-heads");
-    model_ = dir + "/tiny.gguf";
-    testing::CommandResult synth = testing::RunCommand(
-        absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", model_),
-        false);
-    ASSERT_EQ(synth.exit_code, 0) << synth.output;
     LoopbackCluster::Options options;
-    options.model = model_;
-    options.api = true;
-    options.api_nodes = {1};
-    // Fast failure detection on loopback: health calls every 500 ms.
-    options.extra_args = {"--ctx-size", "4096", "--announce-interval-ms", "500"};
+    TinyModelHeads("ringlm-heads", {1}, &options);
+    if (HasFatalFailure()) return;
     cluster_ = std::make_unique<LoopbackCluster>(options);
     ASSERT_TRUE(testing::WaitFor([&] { return cluster_->AllFormed(); }, 30s)) << cluster_->Logs();
     for (size_t head : {0, 1}) {
@@ -225,7 +232,6 @@ class HeadsClusterTest : public ::testing::Test {
     return c;
   }
 
-  std::string model_;
   std::unique_ptr<LoopbackCluster> cluster_;
 };
 
@@ -273,18 +279,10 @@ TEST_F(HeadsClusterTest, EitherHeadGivesTheSameReplyAndARetryAfterAKillTheUndist
 class IdleHeadClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = testing::MakeTempDir("ringlm-idle-head");
-    const std::string model = dir + "/tiny.gguf";
-    testing::CommandResult synth = testing::RunCommand(
-        absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", model),
-        false);
-    ASSERT_EQ(synth.exit_code, 0) << synth.output;
     LoopbackCluster::Options options;
-    options.model = model;
+    TinyModelHeads("ringlm-idle-head", {2}, &options);
+    if (HasFatalFailure()) return;
     options.memory_mb = {4000, 2000, 1};
-    options.api = true;
-    options.api_nodes = {2};
-    options.extra_args = {"--ctx-size", "4096", "--announce-interval-ms", "500"};
     cluster_ = std::make_unique<LoopbackCluster>(options);
     // Three nodes, and a plan over nodes 0 and 1, which are ready; node 2
     // is idle.
