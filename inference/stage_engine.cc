@@ -80,7 +80,7 @@ void StageEngine::Embed(std::span<const int32_t> tokens, float* x) const {
 // head. Mirrors llama.cpp's non-flash path: queries are rounded to f16 to
 // meet the f16 keys, and the softmax weights are rounded to f16 to meet the
 // f16 values. The dot products and the weighted sum run in SIMD kernels
-// (ops/attention.h) with the rounding of the plain scalar loops.
+// (ops/attention.h) in ggml_vec_dot_f16's order.
 void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q,
                             float* out) const {
   const int64_t n_head = config_.n_head;
@@ -95,6 +95,8 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
   auto work = [&](int64_t begin, int64_t end) {
     std::vector<float> scores(group * layout.max_keys);
     std::vector<float> q16(group * hd);
+    std::vector<const uint16_t*> keys(layout.max_keys);
+    std::vector<const uint16_t*> values(layout.max_keys);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t t = item / config_.n_head_kv;
       const int64_t kv_head = item % config_.n_head_kv;
@@ -105,27 +107,26 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
       const float* qh = q + (t * n_head + h0) * hd;
       std::copy(qh, qh + group * hd, q16.begin());
       RoundThroughF16(q16.data(), group * hd);
-      // The cache's rows are contiguous within each block: one kernel call
-      // per block, the sum continuing from block to block.
-      const uint32_t end = static_cast<uint32_t>(n_keys);
-      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
-        AttentionScoresF16Queries(q16.data(), group, cache.key(layer, j) + kv_offset, stride,
-                                  KvCache::RunLength(j, end), hd, scale, scores.data() + j,
-                                  layout.max_keys);
+      // The cache's rows are contiguous within each block.
+      const uint32_t n_rows = static_cast<uint32_t>(n_keys);
+      for (uint32_t j = 0; j < n_rows; j += KvCache::RunLength(j, n_rows)) {
+        const uint16_t* k_run = cache.key(layer, j) + kv_offset;
+        const uint16_t* v_run = cache.value(layer, j) + kv_offset;
+        for (uint32_t r = 0; r < KvCache::RunLength(j, n_rows); ++r) {
+          keys[j + r] = k_run + r * stride;
+          values[j + r] = v_run + r * stride;
+        }
       }
+      AttentionScoresF16(q16.data(), group, keys.data(), n_keys, hd, scale, scores.data(),
+                         layout.max_keys);
       for (int64_t g = 0; g < group; ++g) {
         float* head_scores = scores.data() + g * layout.max_keys;
         SoftmaxInPlace(head_scores, n_keys);
         RoundThroughF16(head_scores, n_keys);
       }
-      // The group's outputs are contiguous heads; they share the loads of the values.
-      float* o = out + (t * n_head + h0) * hd;
-      std::fill(o, o + group * hd, 0.0f);
-      for (uint32_t j = 0; j < end; j += KvCache::RunLength(j, end)) {
-        AttentionWeightedSumF16Queries(scores.data() + j, group, layout.max_keys,
-                                       cache.value(layer, j) + kv_offset, stride,
-                                       KvCache::RunLength(j, end), hd, o, hd);
-      }
+      // The group's outputs are contiguous heads.
+      AttentionWeightedSumF16(scores.data(), group, layout.max_keys, values.data(), n_keys, hd,
+                              out + (t * n_head + h0) * hd, hd);
     }
   };
   if (pool_ != nullptr) {

@@ -7,14 +7,17 @@
 
 namespace ringlm {
 
-// For i < 16 * n_groups: out[i] = silu_v(gate[i]) * up[i], where silu_v(x) =
-// x / (1 + ExpGgmlVector(0 - x)). `out` may alias `gate` or `up`.
-void SwiGluGroups16(const float* gate, const float* up, float* out, int64_t n_groups);
+// Lanes of ggml's AVX2 vectors: the group size of SwiGlu and SoftmaxInPlace.
+inline constexpr int64_t kActivationGroup = 8;
 
-// For i < 16 * n_groups: x[i] = ExpGgmlVector(x[i] - max); returns the sum
-// over groups, in order, of (double) (each group's 16 values reduced by
+// For i < 8 * n_groups: out[i] = silu_v(gate[i]) * up[i], where silu_v(x) =
+// x / (1 + ExpGgmlVector(0 - x)). `out` may alias `gate` or `up`.
+void SwiGluGroups8(const float* gate, const float* up, float* out, int64_t n_groups);
+
+// For i < 8 * n_groups: x[i] = ExpGgmlVector(x[i] - max); returns the sum
+// over groups, in order, of (double) (each group's 8 values reduced by
 // halving in float).
-double SoftmaxExpGroups16(float* x, float max, int64_t n_groups);
+double SoftmaxExpGroups8(float* x, float max, int64_t n_groups);
 
 }  // namespace ringlm
 

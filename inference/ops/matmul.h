@@ -1,6 +1,10 @@
 // Matrix-vector / matrix-matrix products against GGUF weight rows, with the
-// numerics of llama.cpp build 4748's CPU backend as built for the reference
-// outputs (x86-64, GGML_NATIVE on an AVX-512 machine, gcc 12).
+// numerics of llama.cpp build 4748's CPU backend. The quantized types follow
+// ggml's AVX2 code, the order ringlm follows everywhere (as attention.h and
+// activations.h do). The F32/F16/BF16 orders below are still those of the
+// build behind the stories260K reference outputs (x86-64, GGML_NATIVE on an
+// AVX-512 machine, with llamafile, gcc 12), not those of an AVX2 build
+// without llamafile (ggml_vec_dot_f16 there: attention.h's order).
 //
 // What "the numerics of ggml" means here, per weight type:
 //   - Activations are first converted to the type's vec_dot_type: F32 stays
