@@ -1,13 +1,15 @@
 // SIMD attention kernels (attention.h), compiled per Highway target and
 // dispatched at run time. Bit-identical to the scalar references:
-//   - Scores: each key is widened to f32 once for all the queries that
-//     share it; each dot product then runs ggml's 4 accumulators of 8 lanes
-//     as two 4-lane halves each, with fused multiply-adds, and the same
-//     reduction tree.
+//   - Scores: 4 keys at a time are widened to f32 once for all the queries
+//     that share them; each dot product runs ggml's 4 accumulators of 8
+//     lanes with fused multiply-adds (one 256-bit vector each on x86, two
+//     4-lane halves on ARM) and the same reduction tree, whose last steps
+//     (two hadds) serve the 4 keys together.
 //   - Weighted sum: lanes hold different d, so each lane is one of ggml's dot
 //     products over the keys. Its 32 accumulators (key j goes to j % 32) are
-//     taken one at a time: the chain over keys j, j + 32, ... in registers,
-//     then folded into the reduction tree.
+//     taken one at a time, each a chain over the keys j, j + 32, ... in
+//     registers for a slab of the head dimension and up to 4 queries, which
+//     share each load of the values; then the reduction tree.
 // Targets without F16 conversion instructions or FMA (EMU128, SCALAR) run
 // the references.
 #undef HWY_TARGET_INCLUDE
@@ -48,93 +50,266 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using D4 = hn::FixedTag<float, 4>;
 
-// DotF16Ggml(x, y, n) with x already widened to f32.
-HWY_INLINE float DotOrdered(const float* x, const float* y, int64_t n) {
+// 8 lanes, one of ggml's AVX2 accumulators: one 256-bit vector on x86, two
+// 4-lane halves on ARM.
+#if HWY_ARCH_X86
+using D8 = hn::FixedTag<float, 8>;
+struct Lanes8 {
+  hn::Vec<D8> v;
+};
+HWY_INLINE Lanes8 Zero8() { return {hn::Zero(D8())}; }
+HWY_INLINE Lanes8 Load8(const float* p) { return {hn::LoadU(D8(), p)}; }
+HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) { return {hn::MulAdd(a.v, b.v, c.v)}; }
+HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) { return {hn::Add(a.v, b.v)}; }
+// t[l] = a[l] + a[l + 4], l < 4.
+HWY_INLINE hn::Vec<D4> Fold8(Lanes8 a) {
+  return hn::Add(hn::LowerHalf(D4(), a.v), hn::UpperHalf(D4(), a.v));
+}
+#else
+struct Lanes8 {
+  hn::Vec<D4> lo, hi;
+};
+HWY_INLINE Lanes8 Zero8() { return {hn::Zero(D4()), hn::Zero(D4())}; }
+HWY_INLINE Lanes8 Load8(const float* p) { return {hn::LoadU(D4(), p), hn::LoadU(D4(), p + 4)}; }
+HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) {
+  return {hn::MulAdd(a.lo, b.lo, c.lo), hn::MulAdd(a.hi, b.hi, c.hi)};
+}
+HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) { return {hn::Add(a.lo, b.lo), hn::Add(a.hi, b.hi)}; }
+HWY_INLINE hn::Vec<D4> Fold8(Lanes8 a) { return hn::Add(a.lo, a.hi); }
+#endif
+
+// _mm_hadd_ps: a0 + a1, a2 + a3, b0 + b1, b2 + b3.
+HWY_INLINE hn::Vec<D4> PairSums(hn::Vec<D4> a, hn::Vec<D4> b) {
   const D4 d;
-  const int64_t np = n - n % kDotStep;
-  // acc[2a] and acc[2a + 1]: lanes 0-3 and 4-7 of ggml's accumulator a.
-  hn::Vec<D4> acc[8];
-  for (auto& a : acc) a = hn::Zero(d);
-  for (int64_t i = 0; i < np; i += kDotStep) {
-    for (int k = 0; k < 8; ++k) {
-      acc[k] = hn::MulAdd(hn::LoadU(d, x + i + 4 * k), hn::LoadU(d, y + i + 4 * k), acc[k]);
+  return hn::Add(hn::ConcatEven(d, b, a), hn::ConcatOdd(d, b, a));
+}
+
+// Keys per step of the scores: their folded sums end in one vector.
+constexpr int64_t kScoreKeys = 4;
+
+// Queries per step of the scores, which share each load of the keys: their
+// accumulators stay in registers (AVX2 has 16 of them, the others 32).
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_AVX2
+constexpr int kScoreQueries = 2;
+#else
+constexpr int kScoreQueries = 1;
+#endif
+
+// The dot products of 4 widened keys (kf + r * dim) with Q queries over
+// their first np values (a multiple of 32), in ggml's order: accumulator k
+// of 4 is a chain over the steps of 32; the accumulators are combined as
+// ((a0 + a2) + (a1 + a3)), folded to t[l] = a[l] + a[l + 4], and the 4 keys'
+// t's reduced together ((t0 + t1) + (t2 + t3), as two _mm_hadd_ps) into
+// sums[qi]: one lane per key. One accumulator at a time keeps 3 vectors per
+// product in registers.
+template <int Q>
+HWY_INLINE void DotsOfFourKeys(const float* kf, int64_t dim, const float* const* q, int64_t np,
+                               hn::Vec<D4>* sums) {
+  // Accumulator k's chain for every key and query, added to `into` unless
+  // it is the first of its pair.
+  auto chain = [&](int64_t k, bool first, Lanes8(&into)[kScoreKeys][Q]) HWY_ATTR {
+    Lanes8 acc[kScoreKeys][Q];
+    for (int r = 0; r < kScoreKeys; ++r) {
+      for (int qi = 0; qi < Q; ++qi) acc[r][qi] = Zero8();
     }
+    for (int64_t i = 8 * k; i < np; i += kDotStep) {
+      Lanes8 y[Q];
+      for (int qi = 0; qi < Q; ++qi) y[qi] = Load8(q[qi] + i);
+      for (int r = 0; r < kScoreKeys; ++r) {
+        const Lanes8 x = Load8(kf + r * dim + i);
+        for (int qi = 0; qi < Q; ++qi) acc[r][qi] = MulAdd8(x, y[qi], acc[r][qi]);
+      }
+    }
+    for (int r = 0; r < kScoreKeys; ++r) {
+      for (int qi = 0; qi < Q; ++qi) {
+        into[r][qi] = first ? acc[r][qi] : Add8(into[r][qi], acc[r][qi]);
+      }
+    }
+  };
+  Lanes8 s02[kScoreKeys][Q], s13[kScoreKeys][Q];
+  chain(0, true, s02);
+  chain(2, false, s02);
+  chain(1, true, s13);
+  chain(3, false, s13);
+  for (int qi = 0; qi < Q; ++qi) {
+    hn::Vec<D4> t[kScoreKeys];
+    for (int r = 0; r < kScoreKeys; ++r) t[r] = Fold8(Add8(s02[r][qi], s13[r][qi]));
+    sums[qi] = PairSums(PairSums(t[0], t[1]), PairSums(t[2], t[3]));
   }
-  const auto lo = hn::Add(hn::Add(acc[0], acc[4]), hn::Add(acc[2], acc[6]));
-  const auto hi = hn::Add(hn::Add(acc[1], acc[5]), hn::Add(acc[3], acc[7]));
-  const auto t = hn::Add(lo, hi);                     // t[l] = a[l] + a[l + 4]
-  const auto pairs = hn::Add(t, hn::Reverse2(d, t));  // t0 + t1, -, t2 + t3, -
-  double sum = hn::GetLane(pairs) + hn::ExtractLane(pairs, 2);
-  for (int64_t i = np; i < n; ++i) {
-    const float product = x[i] * y[i];
-    sum += static_cast<double>(product);
-  }
-  return static_cast<float>(sum);
 }
 
 void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_t n_keys,
                 int64_t dim, float scale, float* scores, int64_t scores_stride) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
+  const D4 d4;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t np = dim - dim % kDotStep;
+  // kScoreKeys keys widened to f32, once for all the queries.
   thread_local std::vector<float> widened;
-  if (widened.size() < static_cast<size_t>(dim)) widened.resize(dim);
-  float* kf = widened.data();
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const auto* k = reinterpret_cast<const hwy::float16_t*>(keys[j]);
-    int64_t d = 0;
-    for (; d + N <= dim; d += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, k + d)), df, kf + d);
-    for (; d < dim; ++d) kf[d] = Fp16ToFp32(keys[j][d]);
-    for (int64_t i = 0; i < n_q; ++i) {
-      scores[i * scores_stride + j] = DotOrdered(kf, q + i * dim, dim) * scale;
+  if (widened.size() < static_cast<size_t>(kScoreKeys * dim)) widened.resize(kScoreKeys * dim);
+  const float* kf = widened.data();
+  // The rest of a key's dot in double (dim % 32 values).
+  auto finish = [&](float dot, int64_t r, const float* qi) {
+    if (np == dim) return dot;
+    double sum = dot;
+    for (int64_t d = np; d < dim; ++d) {
+      const float product = kf[r * dim + d] * qi[d];
+      sum += static_cast<double>(product);
+    }
+    return static_cast<float>(sum);
+  };
+  HWY_ALIGN float lanes[4];
+  for (int64_t j0 = 0; j0 < n_keys; j0 += kScoreKeys) {
+    const int64_t nb = std::min(kScoreKeys, n_keys - j0);
+    for (int64_t r = 0; r < kScoreKeys; ++r) {
+      // Past the last key: any row (its sums are not stored).
+      const uint16_t* row = keys[j0 + std::min(r, nb - 1)];
+      const auto* k = reinterpret_cast<const hwy::float16_t*>(row);
+      float* w = widened.data() + r * dim;
+      int64_t d = 0;
+      for (; d + N <= dim; d += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, k + d)), df, w + d);
+      for (; d < dim; ++d) w[d] = Fp16ToFp32(row[d]);
+    }
+    int64_t i = 0;
+    for (; i + kScoreQueries <= n_q; i += kScoreQueries) {
+      const float* qs[kScoreQueries];
+      for (int qi = 0; qi < kScoreQueries; ++qi) qs[qi] = q + (i + qi) * dim;
+      hn::Vec<D4> sums[kScoreQueries];
+      DotsOfFourKeys<kScoreQueries>(kf, dim, qs, np, sums);
+      for (int qi = 0; qi < kScoreQueries; ++qi) {
+        hn::Store(sums[qi], d4, lanes);
+        float* out = scores + (i + qi) * scores_stride + j0;
+        for (int64_t r = 0; r < nb; ++r) out[r] = finish(lanes[r], r, qs[qi]) * scale;
+      }
+    }
+    for (; i < n_q; ++i) {
+      const float* qs[1] = {q + i * dim};
+      hn::Vec<D4> sums[1];
+      DotsOfFourKeys<1>(kf, dim, qs, np, sums);
+      hn::Store(sums[0], d4, lanes);
+      float* out = scores + i * scores_stride + j0;
+      for (int64_t r = 0; r < nb; ++r) out[r] = finish(lanes[r], r, qs[0]) * scale;
     }
   }
 }
 
-// Lanes [d0, d0 + N) of one query's weighted sum: lane by lane, ggml's dot
-// product over the keys, zero weights padding them to a multiple of 32.
-HWY_INLINE hn::Vec<DF> WeightedSumLanes(const float* p, const uint16_t* const* values,
-                                        int64_t n_keys, int64_t d0) {
+// The weighted sum takes the head dimension in slabs of kSlab vectors and
+// up to kSumQueries queries at a time, which share each load of the values:
+// their kSlab * kSumQueries chains stay in registers (AVX2 has 16 of them,
+// the others 32).
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+constexpr int kSlab = 4;
+constexpr int kSumQueries = 2;
+#elif HWY_ARCH_X86
+constexpr int kSlab = 4;
+constexpr int kSumQueries = 4;
+#else
+constexpr int kSlab = 8;
+constexpr int kSumQueries = 2;
+#endif
+
+// Lanes [d0, d0 + C * N) of G queries' weighted sums (p + g * p_stride into
+// out + g * out_stride): lane by lane, ggml's dot product over the keys,
+// zero weights padding them to a multiple of 32. Lane l (of 8) of
+// accumulator k (of 4) is a chain over the keys j = l + 8k + 32m in order of
+// m; each such chain runs for the whole slab and the G queries at once, so
+// every row of values is read once. The chains of a lane are combined as
+// (a0 + a2) + (a1 + a3), the lanes as t[l] = a[l] + a[l + 4], then
+// (t0 + t1) + (t2 + t3).
+template <int G, int C>
+HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t* const* values,
+                                int64_t n_keys, int64_t d0, float* out, int64_t out_stride) {
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
-  hn::Vec<DF> a[8];  // a[l]: (acc0 + acc2) + (acc1 + acc3) at lane l
-  for (int l = 0; l < 8; ++l) {
-    hn::Vec<DF> c[4];
-    for (int k = 0; k < 4; ++k) {
-      c[k] = hn::Zero(df);
-      for (int64_t j = 8 * k + l; j < n_keys; j += kDotStep) {
-        const auto v = hn::PromoteTo(
-            df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(values[j]) + d0));
-        c[k] = hn::MulAdd(v, hn::Set(df, p[j]), c[k]);
+  constexpr size_t kN = hn::MaxLanes(DF());
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN float lanes[8][G][C * kN];  // (a0 + a2) + (a1 + a3) of lane l
+  HWY_ALIGN float pair[G][C * kN];      // a0 + a2 while a1 + a3 runs
+  // Accumulator k of lane l, for every query and vector of the slab.
+  auto chain = [&](int64_t l, int64_t k, hn::Vec<DF>(&c)[G][C]) HWY_ATTR {
+    for (int g = 0; g < G; ++g) {
+      for (int v = 0; v < C; ++v) c[g][v] = hn::Zero(df);
+    }
+    for (int64_t j = l + 8 * k; j < n_keys; j += kDotStep) {
+      const auto* row = reinterpret_cast<const hwy::float16_t*>(values[j]) + d0;
+      hn::Vec<DF> pj[G];
+      for (int g = 0; g < G; ++g) pj[g] = hn::Set(df, p[g * p_stride + j]);
+      for (int v = 0; v < C; ++v) {
+        const auto x = hn::PromoteTo(df, hn::LoadU(dh, row + v * N));
+        for (int g = 0; g < G; ++g) c[g][v] = hn::MulAdd(x, pj[g], c[g][v]);
       }
     }
-    a[l] = hn::Add(hn::Add(c[0], c[2]), hn::Add(c[1], c[3]));
+  };
+  for (int64_t l = 0; l < 8; ++l) {
+    hn::Vec<DF> c[G][C];
+    chain(l, 0, c);
+    for (int g = 0; g < G; ++g) {
+      for (int v = 0; v < C; ++v) hn::Store(c[g][v], df, pair[g] + v * N);
+    }
+    chain(l, 2, c);
+    for (int g = 0; g < G; ++g) {
+      for (int v = 0; v < C; ++v) {
+        hn::Store(hn::Add(hn::Load(df, pair[g] + v * N), c[g][v]), df, pair[g] + v * N);
+      }
+    }
+    chain(l, 1, c);
+    for (int g = 0; g < G; ++g) {
+      for (int v = 0; v < C; ++v) hn::Store(c[g][v], df, lanes[l][g] + v * N);
+    }
+    chain(l, 3, c);
+    for (int g = 0; g < G; ++g) {
+      for (int v = 0; v < C; ++v) {
+        const auto a13 = hn::Add(hn::Load(df, lanes[l][g] + v * N), c[g][v]);
+        hn::Store(hn::Add(hn::Load(df, pair[g] + v * N), a13), df, lanes[l][g] + v * N);
+      }
+    }
   }
-  const auto t0 = hn::Add(a[0], a[4]);
-  const auto t1 = hn::Add(a[1], a[5]);
-  const auto t2 = hn::Add(a[2], a[6]);
-  const auto t3 = hn::Add(a[3], a[7]);
-  return hn::Add(hn::Add(t0, t1), hn::Add(t2, t3));
+  for (int g = 0; g < G; ++g) {
+    for (int v = 0; v < C; ++v) {
+      hn::Vec<DF> t[4];
+      for (int l = 0; l < 4; ++l) {
+        t[l] = hn::Add(hn::Load(df, lanes[l][g] + v * N), hn::Load(df, lanes[l + 4][g] + v * N));
+      }
+      hn::StoreU(hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3])), df,
+                 out + g * out_stride + d0 + v * N);
+    }
+  }
+}
+
+// fn.template operator()<n>() for a count 1 <= n <= kMax known only at run
+// time: the weighted sum takes its number of queries as a template argument.
+template <int kMax, typename Fn>
+HWY_INLINE void WithCount(int n, const Fn& fn) {
+  if constexpr (kMax > 1) {
+    if (n < kMax) return WithCount<kMax - 1>(n, fn);
+  }
+  fn.template operator()<kMax>();
 }
 
 void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* const* values,
                      int64_t n_keys, int64_t dim, float* out, int64_t out_stride) {
   const DF df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t d_tail = dim - dim % N;
-  for (int64_t i = 0; i < n_q; ++i) {
-    for (int64_t d0 = 0; d0 < d_tail; d0 += N) {
-      hn::StoreU(WeightedSumLanes(p + i * p_stride, values, n_keys, d0), df,
-                 out + i * out_stride + d0);
+  auto run = [&]<int C>(int64_t d0) HWY_ATTR {
+    for (int64_t i = 0; i < n_q; i += kSumQueries) {
+      const int n = static_cast<int>(std::min<int64_t>(kSumQueries, n_q - i));
+      WithCount<kSumQueries>(n, [&]<int G>() HWY_ATTR {
+        WeightedSumSlab<G, C>(p + i * p_stride, p_stride, values, n_keys, d0, out + i * out_stride,
+                              out_stride);
+      });
     }
-  }
-  if (d_tail == dim) return;
+  };
+  int64_t d0 = 0;
+  for (; d0 + kSlab * N <= dim; d0 += kSlab * N) run.template operator()<kSlab>(d0);
+  for (; d0 + N <= dim; d0 += N) run.template operator()<1>(d0);
+  if (d0 == dim) return;
   // The last dim % N lanes: the reference, per lane.
   thread_local std::vector<const uint16_t*> shifted;
   shifted.resize(n_keys);
-  for (int64_t j = 0; j < n_keys; ++j) shifted[j] = values[j] + d_tail;
-  AttentionWeightedSumF16Reference(p, n_q, p_stride, shifted.data(), n_keys, dim - d_tail,
-                                   out + d_tail, out_stride);
+  for (int64_t j = 0; j < n_keys; ++j) shifted[j] = values[j] + d0;
+  AttentionWeightedSumF16Reference(p, n_q, p_stride, shifted.data(), n_keys, dim - d0, out + d0,
+                                   out_stride);
 }
 
 // VCVTPS2PH (F16C) / FCVTN round to nearest even, as Fp32ToFp16 specifies.
