@@ -1,15 +1,18 @@
 // SIMD attention kernels (attention.h), compiled per Highway target and
 // dispatched at run time. Bit-identical to the scalar references:
-//   - Scores: 4 keys at a time are widened to f32 once for all the queries
-//     that share them; each dot product runs ggml's 4 accumulators of 8
-//     lanes with fused multiply-adds (one 256-bit vector each on x86, two
-//     4-lane halves on ARM) and the same reduction tree, whose last steps
-//     (two hadds) serve the 4 keys together.
+//   - Scores on x86: keys in the lanes (16 on AVX-512, 8 on AVX2), fetched
+//     two f16 at a time by 32-bit gathers shared by up to 8 queries; each of
+//     ggml's 32 accumulator lanes is a chain of fused multiply-adds, and the
+//     reduction tree runs lane-wise. Elsewhere (ARM, and rows a gather cannot
+//     reach): 4 keys at a time widened to f32 once for all the queries, each
+//     dot product in ggml's 4 accumulators of 8 lanes (two 4-lane halves on
+//     ARM), the tree's last steps (two hadds) serving the 4 keys together.
 //   - Weighted sum: lanes hold different d, so each lane is one of ggml's dot
 //     products over the keys. Its 32 accumulators (key j goes to j % 32) are
 //     taken one at a time, each a chain over the keys j, j + 32, ... in
 //     registers for a slab of the head dimension and up to 4 queries, which
-//     share each load of the values; then the reduction tree.
+//     share each load of the values, a window of keys at a time; then the
+//     reduction tree.
 // Targets without F16 conversion instructions or FMA (EMU128, SCALAR) run
 // the references.
 #undef HWY_TARGET_INCLUDE
@@ -17,7 +20,9 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // foreach_target.h must come first.
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "hwy/highway.h"
@@ -54,27 +59,39 @@ using D4 = hn::FixedTag<float, 4>;
 // 4-lane halves on ARM.
 #if HWY_ARCH_X86
 using D8 = hn::FixedTag<float, 8>;
+// (Constructors written out: an implicit one would miss the target
+// attributes that HWY_BEFORE_NAMESPACE gives the functions here.)
 struct Lanes8 {
+  HWY_INLINE Lanes8() : v(hn::Zero(D8())) {}
+  HWY_INLINE explicit Lanes8(hn::Vec<D8> x) : v(x) {}
   hn::Vec<D8> v;
 };
-HWY_INLINE Lanes8 Zero8() { return {hn::Zero(D8())}; }
-HWY_INLINE Lanes8 Load8(const float* p) { return {hn::LoadU(D8(), p)}; }
-HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) { return {hn::MulAdd(a.v, b.v, c.v)}; }
-HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) { return {hn::Add(a.v, b.v)}; }
+HWY_INLINE Lanes8 Zero8() { return Lanes8(); }
+HWY_INLINE Lanes8 Load8(const float* p) { return Lanes8(hn::LoadU(D8(), p)); }
+HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) {
+  return Lanes8(hn::MulAdd(a.v, b.v, c.v));
+}
+HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) { return Lanes8(hn::Add(a.v, b.v)); }
 // t[l] = a[l] + a[l + 4], l < 4.
 HWY_INLINE hn::Vec<D4> Fold8(Lanes8 a) {
   return hn::Add(hn::LowerHalf(D4(), a.v), hn::UpperHalf(D4(), a.v));
 }
 #else
 struct Lanes8 {
+  HWY_INLINE Lanes8() : lo(hn::Zero(D4())), hi(hn::Zero(D4())) {}
+  HWY_INLINE Lanes8(hn::Vec<D4> l, hn::Vec<D4> h) : lo(l), hi(h) {}
   hn::Vec<D4> lo, hi;
 };
-HWY_INLINE Lanes8 Zero8() { return {hn::Zero(D4()), hn::Zero(D4())}; }
-HWY_INLINE Lanes8 Load8(const float* p) { return {hn::LoadU(D4(), p), hn::LoadU(D4(), p + 4)}; }
-HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) {
-  return {hn::MulAdd(a.lo, b.lo, c.lo), hn::MulAdd(a.hi, b.hi, c.hi)};
+HWY_INLINE Lanes8 Zero8() { return Lanes8(); }
+HWY_INLINE Lanes8 Load8(const float* p) {
+  return Lanes8(hn::LoadU(D4(), p), hn::LoadU(D4(), p + 4));
 }
-HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) { return {hn::Add(a.lo, b.lo), hn::Add(a.hi, b.hi)}; }
+HWY_INLINE Lanes8 MulAdd8(Lanes8 a, Lanes8 b, Lanes8 c) {
+  return Lanes8(hn::MulAdd(a.lo, b.lo, c.lo), hn::MulAdd(a.hi, b.hi, c.hi));
+}
+HWY_INLINE Lanes8 Add8(Lanes8 a, Lanes8 b) {
+  return Lanes8(hn::Add(a.lo, b.lo), hn::Add(a.hi, b.hi));
+}
 HWY_INLINE hn::Vec<D4> Fold8(Lanes8 a) { return hn::Add(a.lo, a.hi); }
 #endif
 
@@ -138,6 +155,127 @@ HWY_INLINE void DotsOfFourKeys(const float* kf, int64_t dim, const float* const*
   }
 }
 
+// fn.template operator()<n>() for a count 1 <= n <= kMax known only at run
+// time: the kernels take their number of queries as a template argument.
+template <int kMax, typename Fn>
+HWY_INLINE void WithCount(int n, const Fn& fn) {
+  if constexpr (kMax > 1) {
+    if (n < kMax) return WithCount<kMax - 1>(n, fn);
+  }
+  fn.template operator()<kMax>();
+}
+
+#if HWY_ARCH_X86
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+
+// The f16 in the low (kHigh = false) or high half of each 32-bit lane, as f32.
+template <bool kHigh>
+HWY_INLINE hn::Vec<DF> HalfToF32(hn::Vec<DU> v) {
+  const hn::Rebind<uint16_t, DU> du16;
+  const hn::Rebind<hwy::float16_t, DU> dh;
+  const auto bits = kHigh ? hn::ShiftRight<16>(v) : hn::And(v, hn::Set(DU(), 0xFFFFu));
+  return hn::PromoteTo(DF(), hn::BitCast(dh, hn::TruncateTo(du16, bits)));
+}
+
+// Scores of G queries against a block of N keys, the keys in the lanes:
+// lane r is key r's dot product in ggml's order. Each accumulator lane
+// (k, l) of ggml's (d = 32m + 8k + l) is a chain over m, two of them (l, l +
+// 1) fed by one 32-bit gather of an f16 pair from every key; the G queries
+// share the gathers. `base` + index[r] (32-bit units) is key r's row; the
+// first `rem` lanes are stored to scores + g * scores_stride.
+template <int G>
+HWY_INLINE void ScoresOfKeyLanes(const float* q, int64_t dim, int64_t np, const uint32_t* base,
+                                 hn::Vec<DI> index, const uint16_t* const* rows, size_t rem,
+                                 float scale, float* scores, int64_t scores_stride) {
+  const DF df;
+  const DU du;
+  constexpr size_t kN = hn::MaxLanes(DF());
+  const size_t N = hn::Lanes(df);
+  HWY_ALIGN float a[G][8][kN];    // (a0 + a2) + (a1 + a3) of lane l, per key
+  HWY_ALIGN float s02[G][2][kN];  // a0 + a2 of lanes l, l + 1 while a1 + a3 runs
+  for (int64_t l = 0; l < 8; l += 2) {
+    for (int k : {0, 2, 1, 3}) {
+      hn::Vec<DF> lo[G], hi[G];
+      for (int g = 0; g < G; ++g) lo[g] = hi[g] = hn::Zero(df);
+      for (int64_t d = 8 * k + l; d < np; d += kDotStep) {
+        const auto pair = hn::GatherIndex(du, base + d / 2, index);
+        const auto x0 = HalfToF32<false>(pair);
+        const auto x1 = HalfToF32<true>(pair);
+        for (int g = 0; g < G; ++g) {
+          lo[g] = hn::MulAdd(x0, hn::Set(df, q[g * dim + d]), lo[g]);
+          hi[g] = hn::MulAdd(x1, hn::Set(df, q[g * dim + d + 1]), hi[g]);
+        }
+      }
+      for (int g = 0; g < G; ++g) {
+        float* p0 = k == 0 || k == 2 ? s02[g][0] : a[g][l];
+        float* p1 = k == 0 || k == 2 ? s02[g][1] : a[g][l + 1];
+        if (k == 0 || k == 1) {
+          hn::Store(lo[g], df, p0);
+          hn::Store(hi[g], df, p1);
+        } else if (k == 2) {
+          hn::Store(hn::Add(hn::Load(df, p0), lo[g]), df, p0);
+          hn::Store(hn::Add(hn::Load(df, p1), hi[g]), df, p1);
+        } else {  // k == 3: (a0 + a2) + (a1 + a3)
+          hn::Store(hn::Add(hn::Load(df, s02[g][0]), hn::Add(hn::Load(df, p0), lo[g])), df, p0);
+          hn::Store(hn::Add(hn::Load(df, s02[g][1]), hn::Add(hn::Load(df, p1), hi[g])), df, p1);
+        }
+      }
+    }
+  }
+  const auto vscale = hn::Set(df, scale);
+  HWY_ALIGN float dots[kN];
+  for (int g = 0; g < G; ++g) {
+    hn::Vec<DF> t[4];
+    for (int l = 0; l < 4; ++l) t[l] = hn::Add(hn::Load(df, a[g][l]), hn::Load(df, a[g][l + 4]));
+    const auto dot = hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3]));
+    float* out = scores + g * scores_stride;
+    if (np == dim && rem == N) {
+      hn::StoreU(hn::Mul(dot, vscale), df, out);
+      continue;
+    }
+    hn::Store(dot, df, dots);
+    for (size_t r = 0; r < rem; ++r) {
+      float v = dots[r];
+      if (np < dim) {  // the rest in double
+        double sum = v;
+        for (int64_t d = np; d < dim; ++d) {
+          const float product = Fp16ToFp32(rows[r][d]) * q[g * dim + d];
+          sum += static_cast<double>(product);
+        }
+        v = static_cast<float>(sum);
+      }
+      out[r] = v * scale;
+    }
+  }
+}
+
+// Whether the key-lane kernel can gather rows [j0, j0 + rem): 4-byte
+// aligned and within 2^31 32-bit units of the first; sets their indices
+// (lanes past rem repeat the last key).
+HWY_INLINE bool KeyLaneIndex(const uint16_t* const* rows, size_t rem, hn::Vec<DI>* index) {
+  constexpr size_t kN = hn::MaxLanes(DF());
+  HWY_ALIGN int32_t idx[kN];
+  const auto first = reinterpret_cast<intptr_t>(rows[0]);
+  for (size_t r = 0; r < hn::Lanes(DF()); ++r) {
+    const auto at = reinterpret_cast<intptr_t>(rows[std::min(r, rem - 1)]);
+    const intptr_t diff = at - first;
+    if (at % 4 != 0 || diff / 4 > INT32_MAX || diff / 4 < INT32_MIN) return false;
+    idx[r] = static_cast<int32_t>(diff / 4);
+  }
+  *index = hn::Load(DI(), idx);
+  return true;
+}
+
+// Queries per ScoresOfKeyLanes, which share each gather: their 2 chains
+// each stay in registers.
+#if HWY_TARGET == HWY_AVX2
+constexpr int kLaneQueries = 4;
+#else
+constexpr int kLaneQueries = 8;
+#endif
+#endif  // HWY_ARCH_X86
+
 void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_t n_keys,
                 int64_t dim, float scale, float* scores, int64_t scores_stride) {
   const DF df;
@@ -160,6 +298,35 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_
     return static_cast<float>(sum);
   };
   HWY_ALIGN float lanes[4];
+#if HWY_ARCH_X86
+  // Keys in lanes, where they can be gathered (even dim: pairs of f16).
+  if (np > 0 && dim % 2 == 0) {
+    const size_t NK = hn::Lanes(df);
+    int64_t j0 = 0;
+    for (; j0 < n_keys; j0 += static_cast<int64_t>(NK)) {
+      const size_t rem = static_cast<size_t>(std::min<int64_t>(NK, n_keys - j0));
+      hn::Vec<DI> index;
+      if (!KeyLaneIndex(keys + j0, rem, &index)) break;
+      const auto* base = reinterpret_cast<const uint32_t*>(keys[j0]);
+      int64_t i = 0;
+      for (; i + kLaneQueries <= n_q; i += kLaneQueries) {
+        ScoresOfKeyLanes<kLaneQueries>(q + i * dim, dim, np, base, index, keys + j0, rem, scale,
+                                       scores + i * scores_stride + j0, scores_stride);
+      }
+      if (i < n_q) {
+        WithCount<kLaneQueries>(static_cast<int>(n_q - i), [&]<int G>() HWY_ATTR {
+          ScoresOfKeyLanes<G>(q + i * dim, dim, np, base, index, keys + j0, rem, scale,
+                              scores + i * scores_stride + j0, scores_stride);
+        });
+      }
+    }
+    if (j0 >= n_keys) return;
+    // The rest by the widened rows below (not reached for a KV cache).
+    keys += j0;
+    scores += j0;
+    n_keys -= j0;
+  }
+#endif
   for (int64_t j0 = 0; j0 < n_keys; j0 += kScoreKeys) {
     const int64_t nb = std::min(kScoreKeys, n_keys - j0);
     for (int64_t r = 0; r < kScoreKeys; ++r) {
@@ -209,14 +376,19 @@ constexpr int kSlab = 8;
 constexpr int kSumQueries = 2;
 #endif
 
+// Keys per window of the weighted sum: the rows of a window stay in L1
+// while its 32 chains run over them.
+constexpr int64_t kSumWindow = 256;
+
 // Lanes [d0, d0 + C * N) of G queries' weighted sums (p + g * p_stride into
 // out + g * out_stride): lane by lane, ggml's dot product over the keys,
 // zero weights padding them to a multiple of 32. Lane l (of 8) of
 // accumulator k (of 4) is a chain over the keys j = l + 8k + 32m in order of
-// m; each such chain runs for the whole slab and the G queries at once, so
-// every row of values is read once. The chains of a lane are combined as
-// (a0 + a2) + (a1 + a3), the lanes as t[l] = a[l] + a[l + 4], then
-// (t0 + t1) + (t2 + t3).
+// m; each such chain runs for the whole slab and the G queries at once, a
+// window of keys at a time (it is stored and picked up again in the next
+// window: the same bits), so every row of values is read once. The chains
+// of a lane are combined as (a0 + a2) + (a1 + a3), the lanes as t[l] = a[l]
+// + a[l + 4], then (t0 + t1) + (t2 + t3).
 template <int G, int C>
 HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t* const* values,
                                 int64_t n_keys, int64_t d0, float* out, int64_t out_stride) {
@@ -224,67 +396,46 @@ HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t
   const hn::Rebind<hwy::float16_t, DF> dh;
   constexpr size_t kN = hn::MaxLanes(DF());
   const size_t N = hn::Lanes(df);
-  HWY_ALIGN float lanes[8][G][C * kN];  // (a0 + a2) + (a1 + a3) of lane l
-  HWY_ALIGN float pair[G][C * kN];      // a0 + a2 while a1 + a3 runs
-  // Accumulator k of lane l, for every query and vector of the slab.
-  auto chain = [&](int64_t l, int64_t k, hn::Vec<DF>(&c)[G][C]) HWY_ATTR {
-    for (int g = 0; g < G; ++g) {
-      for (int v = 0; v < C; ++v) c[g][v] = hn::Zero(df);
-    }
-    for (int64_t j = l + 8 * k; j < n_keys; j += kDotStep) {
-      const auto* row = reinterpret_cast<const hwy::float16_t*>(values[j]) + d0;
-      hn::Vec<DF> pj[G];
-      for (int g = 0; g < G; ++g) pj[g] = hn::Set(df, p[g * p_stride + j]);
-      for (int v = 0; v < C; ++v) {
-        const auto x = hn::PromoteTo(df, hn::LoadU(dh, row + v * N));
-        for (int g = 0; g < G; ++g) c[g][v] = hn::MulAdd(x, pj[g], c[g][v]);
-      }
-    }
-  };
-  for (int64_t l = 0; l < 8; ++l) {
-    hn::Vec<DF> c[G][C];
-    chain(l, 0, c);
-    for (int g = 0; g < G; ++g) {
-      for (int v = 0; v < C; ++v) hn::Store(c[g][v], df, pair[g] + v * N);
-    }
-    chain(l, 2, c);
-    for (int g = 0; g < G; ++g) {
-      for (int v = 0; v < C; ++v) {
-        hn::Store(hn::Add(hn::Load(df, pair[g] + v * N), c[g][v]), df, pair[g] + v * N);
-      }
-    }
-    chain(l, 1, c);
-    for (int g = 0; g < G; ++g) {
-      for (int v = 0; v < C; ++v) hn::Store(c[g][v], df, lanes[l][g] + v * N);
-    }
-    chain(l, 3, c);
-    for (int g = 0; g < G; ++g) {
-      for (int v = 0; v < C; ++v) {
-        const auto a13 = hn::Add(hn::Load(df, lanes[l][g] + v * N), c[g][v]);
-        hn::Store(hn::Add(hn::Load(df, pair[g] + v * N), a13), df, lanes[l][g] + v * N);
+  // The chains of accumulator k, lane l, between windows of keys.
+  HWY_ALIGN float chains[8][4][G][C * kN];
+  for (int64_t w0 = 0; w0 < n_keys; w0 += kSumWindow) {
+    const int64_t w1 = std::min(n_keys, w0 + kSumWindow);
+    for (int64_t l = 0; l < 8; ++l) {
+      for (int64_t k = 0; k < 4; ++k) {
+        hn::Vec<DF> c[G][C];
+        for (int g = 0; g < G; ++g) {
+          for (int v = 0; v < C; ++v) {
+            c[g][v] = w0 == 0 ? hn::Zero(df) : hn::Load(df, chains[l][k][g] + v * N);
+          }
+        }
+        for (int64_t j = w0 + l + 8 * k; j < w1; j += kDotStep) {
+          const auto* row = reinterpret_cast<const hwy::float16_t*>(values[j]) + d0;
+          hn::Vec<DF> pj[G];
+          for (int g = 0; g < G; ++g) pj[g] = hn::Set(df, p[g * p_stride + j]);
+          for (int v = 0; v < C; ++v) {
+            const auto x = hn::PromoteTo(df, hn::LoadU(dh, row + v * N));
+            for (int g = 0; g < G; ++g) c[g][v] = hn::MulAdd(x, pj[g], c[g][v]);
+          }
+        }
+        for (int g = 0; g < G; ++g) {
+          for (int v = 0; v < C; ++v) hn::Store(c[g][v], df, chains[l][k][g] + v * N);
+        }
       }
     }
   }
   for (int g = 0; g < G; ++g) {
     for (int v = 0; v < C; ++v) {
-      hn::Vec<DF> t[4];
-      for (int l = 0; l < 4; ++l) {
-        t[l] = hn::Add(hn::Load(df, lanes[l][g] + v * N), hn::Load(df, lanes[l + 4][g] + v * N));
+      hn::Vec<DF> a[8];
+      for (int l = 0; l < 8; ++l) {
+        auto chain = [&](int k) HWY_ATTR { return hn::Load(df, chains[l][k][g] + v * N); };
+        a[l] = hn::Add(hn::Add(chain(0), chain(2)), hn::Add(chain(1), chain(3)));
       }
+      hn::Vec<DF> t[4];
+      for (int l = 0; l < 4; ++l) t[l] = hn::Add(a[l], a[l + 4]);
       hn::StoreU(hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3])), df,
                  out + g * out_stride + d0 + v * N);
     }
   }
-}
-
-// fn.template operator()<n>() for a count 1 <= n <= kMax known only at run
-// time: the weighted sum takes its number of queries as a template argument.
-template <int kMax, typename Fn>
-HWY_INLINE void WithCount(int n, const Fn& fn) {
-  if constexpr (kMax > 1) {
-    if (n < kMax) return WithCount<kMax - 1>(n, fn);
-  }
-  fn.template operator()<kMax>();
 }
 
 void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* const* values,

@@ -92,6 +92,45 @@ TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Long contexts: the weighted sum takes its keys in windows, the scores in
+// blocks of lanes; both must keep the reference's bits across them.
+TEST(AttentionTest, LongContextsMatchReferenceOnEveryTarget) {
+  std::mt19937 rng(17);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t dim : {64, 80}) {
+      for (int64_t n_keys : {255, 256, 257, 545}) {
+        const int64_t n_q = 5;
+        const std::vector<uint16_t> kv = RandomHalves(n_keys * dim, rng);
+        const std::vector<const uint16_t*> rows = Rows(kv.data(), dim, n_keys);
+        std::vector<float> q = RandomFloats(n_q * dim, rng);
+        RoundThroughF16(q.data(), n_q * dim);
+        std::vector<float> got(n_q * n_keys), want(n_q * n_keys);
+        AttentionScoresF16(q.data(), n_q, rows.data(), n_keys, dim, 0.125f, got.data(), n_keys);
+        AttentionScoresF16Reference(q.data(), n_q, rows.data(), n_keys, dim, 0.125f, want.data(),
+                                    n_keys);
+        for (size_t k = 0; k < got.size(); ++k) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(want[k]))
+              << hwy::TargetName(target) << " scores dim=" << dim << " n_keys=" << n_keys << " at "
+              << k;
+        }
+        std::vector<float> p = RandomFloats(n_q * n_keys, rng);
+        RoundThroughF16(p.data(), n_q * n_keys);
+        std::vector<float> out(n_q * dim), out_ref(n_q * dim);
+        AttentionWeightedSumF16(p.data(), n_q, n_keys, rows.data(), n_keys, dim, out.data(), dim);
+        AttentionWeightedSumF16Reference(p.data(), n_q, n_keys, rows.data(), n_keys, dim,
+                                         out_ref.data(), dim);
+        for (size_t k = 0; k < out.size(); ++k) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(out[k]), std::bit_cast<uint32_t>(out_ref[k]))
+              << hwy::TargetName(target) << " sum dim=" << dim << " n_keys=" << n_keys << " at "
+              << k;
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // Rows anywhere in memory (a paged cache's blocks, in any order) give the
 // bits of the same rows laid out contiguously.
 TEST(AttentionTest, ScatteredRowsEqualContiguousRows) {
