@@ -70,6 +70,9 @@ const std::vector<SynthPreset>& SynthPresets() {
   static const std::vector<SynthPreset>* presets = new std::vector<SynthPreset>{
       // name, n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx, rope base, eps, tied
       {"tiny", 256, 4, 8, 4, 768, 2048, 512, 10000.0f, 1e-5f, false},
+      // Rows of two 256-value blocks: wide enough that quantized types show
+      // an order that differs from llama.cpp's (issue 40's exactness shape).
+      {"small", 512, 4, 8, 4, 1536, 2048, 512, 10000.0f, 1e-5f, false},
       {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false},
       // The real model also has llama3 rope scaling (factor 32, rope_freqs),
       // which the engine does not implement; positions past 8192 would differ.
