@@ -338,26 +338,21 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_
       for (; d + N <= dim; d += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, k + d)), df, w + d);
       for (; d < dim; ++d) w[d] = Fp16ToFp32(row[d]);
     }
-    int64_t i = 0;
-    for (; i + kScoreQueries <= n_q; i += kScoreQueries) {
-      const float* qs[kScoreQueries];
-      for (int qi = 0; qi < kScoreQueries; ++qi) qs[qi] = q + (i + qi) * dim;
-      hn::Vec<D4> sums[kScoreQueries];
-      DotsOfFourKeys<kScoreQueries>(kf, dim, qs, np, sums);
-      for (int qi = 0; qi < kScoreQueries; ++qi) {
+    // The scores of queries [i, i + Q) against these keys.
+    auto dots = [&]<int Q>(int64_t i) HWY_ATTR {
+      const float* qs[Q];
+      for (int qi = 0; qi < Q; ++qi) qs[qi] = q + (i + qi) * dim;
+      hn::Vec<D4> sums[Q];
+      DotsOfFourKeys<Q>(kf, dim, qs, np, sums);
+      for (int qi = 0; qi < Q; ++qi) {
         hn::Store(sums[qi], d4, lanes);
         float* out = scores + (i + qi) * scores_stride + j0;
         for (int64_t r = 0; r < nb; ++r) out[r] = finish(lanes[r], r, qs[qi]) * scale;
       }
-    }
-    for (; i < n_q; ++i) {
-      const float* qs[1] = {q + i * dim};
-      hn::Vec<D4> sums[1];
-      DotsOfFourKeys<1>(kf, dim, qs, np, sums);
-      hn::Store(sums[0], d4, lanes);
-      float* out = scores + i * scores_stride + j0;
-      for (int64_t r = 0; r < nb; ++r) out[r] = finish(lanes[r], r, qs[0]) * scale;
-    }
+    };
+    int64_t i = 0;
+    for (; i + kScoreQueries <= n_q; i += kScoreQueries) dots.template operator()<kScoreQueries>(i);
+    for (; i < n_q; ++i) dots.template operator()<1>(i);
   }
 }
 
