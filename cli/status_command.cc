@@ -99,16 +99,19 @@ json Describe(const v1::TopologyReply& view,
   json nodes = json::array();
   json heads = json::array();
   for (const v1::PeerView& p : view.peers()) {
-    json n = {{"node_id", p.node_id()},
-              {"address", p.address()},
-              {"self", p.is_self()},
-              {"total_memory_bytes", p.capabilities().total_memory_bytes()},
-              {"usable_memory_bytes", p.capabilities().usable_memory_bytes()},
-              {"gflops", p.capabilities().matmul_gflops()},
-              {"cpu_model", p.capabilities().cpu_model()},
-              {"threads", p.capabilities().threads()},
-              {"last_seen_ms", p.last_seen_ms_ago()},
-              {"layers", nullptr}};
+    json n = {
+        {"node_id", p.node_id()},
+        {"address", p.address()},
+        {"self", p.is_self()},
+        {"total_memory_bytes", p.capabilities().total_memory_bytes()},
+        {"usable_memory_bytes", p.capabilities().usable_memory_bytes()},
+        {"gflops", p.capabilities().matmul_gflops()},
+        {"read_gbps", p.capabilities().read_gbps()},
+        {"placement", p.capabilities().placement() == v1::PLACEMENT_SPEED ? "speed" : "memory"},
+        {"cpu_model", p.capabilities().cpu_model()},
+        {"threads", p.capabilities().threads()},
+        {"last_seen_ms", p.last_seen_ms_ago()},
+        {"layers", nullptr}};
     for (const v1::PlanStage& s : view.plan().stages()) {
       if (s.node_id() == p.node_id()) n["layers"] = {s.first_layer(), s.last_layer()};
     }
@@ -163,6 +166,14 @@ void PrintTable(const json& d, std::ostream& out) {
                            static_cast<unsigned long long>(d["plan"]["epoch"].get<uint64_t>()),
                            d["plan"]["stages"].size());
   }
+  std::vector<std::string> by_memory;
+  for (const json& n : d["nodes"]) {
+    if (n["placement"] != "speed") by_memory.push_back(n["node_id"].get<std::string>());
+  }
+  out << (by_memory.empty()
+              ? std::string("placement: by speed within memory (every node asks for it)\n")
+              : absl::StrFormat("placement: by memory (asked for by %s)\n",
+                                absl::StrJoin(by_memory, ", ")));
   if (d["heads"].empty()) {
     out << "heads: none (no node serves the HTTP API: start one with --api-port)\n";
   } else {
@@ -173,9 +184,9 @@ void PrintTable(const json& d, std::ostream& out) {
     }
     out << absl::StrFormat("heads: %s\n", absl::StrJoin(heads, ", "));
   }
-  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
-                         "ADDRESS", "API", "MEMORY", "GFLOPS", "LAYERS", "STATE", "LAST SEEN",
-                         "REQS", "TOKENS", "FWD MS", "CACHE");
+  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
+                         "ADDRESS", "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS", "STATE",
+                         "LAST SEEN", "REQS", "TOKENS", "FWD MS", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -195,11 +206,11 @@ void PrintTable(const json& d, std::ostream& out) {
     const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);
     const bool has_m = m.is_object();
     out << absl::StrFormat(
-        "%-20s %-22s %-22s %10s %8.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
+        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
         n["address"].get<std::string>().c_str(),
         n["api_address"].is_null() ? "-" : n["api_address"].get<std::string>().c_str(),
         Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
-        layers.c_str(), n["state"].get<std::string>().c_str(),
+        n["read_gbps"].get<double>(), layers.c_str(), n["state"].get<std::string>().c_str(),
         n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
         has_m ? m["requests"].get<double>() : 0.0,
         has_m ? m["generated_tokens"].get<double>() : 0.0,
@@ -212,7 +223,8 @@ void PrintTable(const json& d, std::ostream& out) {
 int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm status [--node HOST:PORT] [--json]",
               "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
-              "GFLOPS, layer range, state, last-seen time and cache use, and the model.");
+              "GFLOPS, read bandwidth, layer range, state, last-seen time and cache use, the\n"
+              "model, and whether layers are placed by speed or by memory.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddFlag("json", "print the same figures as one JSON object");
   AddClientSecurityFlags(p);

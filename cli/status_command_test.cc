@@ -81,6 +81,8 @@ class StatusCommandTest : public ::testing::Test {
     self->set_api_address("127.0.0.1:8080");
     self->mutable_capabilities()->set_usable_memory_bytes(uint64_t{2048} << 20);
     self->mutable_capabilities()->set_matmul_gflops(12.5);
+    self->mutable_capabilities()->set_read_gbps(9.25);
+    self->mutable_capabilities()->set_placement(v1::PLACEMENT_SPEED);
     v1::PeerView* other = r.add_peers();
     other->set_node_id("node-b");
     other->set_address(peer_.address());
@@ -199,18 +201,20 @@ TEST_F(StatusCommandTest, TableShowsTheModelPlanAndNodes) {
   EXPECT_THAT(r.out, StartsWith("security: INSECURE (no cluster key: any host on the network "
                                 "can join)\nmodel: stories260K-f32.gguf (llama, 5 layers, 3 MiB)\n"
                                 "plan epoch 7: 2 stage(s)\n"
+                                "placement: by memory (asked for by node-b)\n"
                                 "heads: node-a at http://127.0.0.1:8080\n"));
   EXPECT_THAT(r.out, HasSubstr("NODE"));
   EXPECT_THAT(r.out, HasSubstr("API"));
   EXPECT_THAT(r.out, HasSubstr("CACHE"));
-  // node-a: itself, 2048 MiB, 12.5 GFLOPS, [0,3), ready, 8 requests, 120
+  // node-a: itself, 2048 MiB, 12.5 GFLOPS, 9.2 GB/s, [0,3), ready, 8 requests, 120
   // tokens, 62.50 ms per forward, 2 cached sessions.
   EXPECT_THAT(r.out,
               ::testing::ContainsRegex("node-a \\* +127\\.0\\.0\\.1:[0-9]+ +127\\.0\\.0\\.1:8080 "
-                                       "+2048 MiB +12\\.5 +\\[0,3\\) +ready "
+                                       "+2048 MiB +12\\.5 +9\\.2 +\\[0,3\\) +ready "
                                        "+- +8 +120 +62\\.50  2 sessions, 3 MiB / 64 MiB"));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +- +1024 MiB +0\\.0 "
-                                              "+\\[3,5\\) +unreachable +1\\.5s ago"));
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +- +1024 MiB +0\\.0 +0\\.0 "
+                                       "+\\[3,5\\) +unreachable +1\\.5s ago"));
 }
 
 TEST_F(StatusCommandTest, TableShowsAClusterKeyAndAMissingPlan) {
@@ -225,6 +229,7 @@ TEST_F(StatusCommandTest, TableShowsAClusterKeyAndAMissingPlan) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("security: mutual TLS, cluster 0123456789abcdef\n"));
   EXPECT_THAT(r.out, HasSubstr("\nno plan: the nodes hold 2 MiB of the 3 MiB the model needs\n"
+                               "placement: by memory (asked for by node-b)\n"
                                "heads: none (no node serves the HTTP API: start one with "
                                "--api-port)\n"));
 }

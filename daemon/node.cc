@@ -79,8 +79,12 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   ProbeOptions probe;
   probe.memory_override_bytes = o.memory_bytes;
   probe.threads = static_cast<uint32_t>(threads);
-  probe.measure_gflops = o.measure_gflops;
+  probe.measure_speed = o.measure_speed;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe));
+  node->caps_.placement = o.placement;
+  spdlog::info("measured: {:.1f} GFLOPS, {:.1f} GB/s read; placement by {}",
+               node->caps_.matmul_gflops, node->caps_.read_gbps,
+               o.placement == Placement::kSpeed ? "speed" : "memory");
   node->pool_ = std::make_unique<ThreadPool>(threads);
   spdlog::info("compute: {} threads, {} kernels", threads, ActiveCpuTargetName());
   if (o.compute_turns == NodeOptions::ComputeTurns::kOn ||

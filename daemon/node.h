@@ -83,7 +83,10 @@ struct NodeOptions {
   std::string state_dir;  // holds node_id; empty = the XDG default
   RpcOptions rpc;
   OriginOptions origin;
-  bool measure_gflops = true;
+  // Measure compute and read bandwidth at start (partition/device_probe.h).
+  bool measure_speed = true;
+  // --placement: what this node asks the partition for (capabilities.h).
+  Placement placement = Placement::kSpeed;
   // GET /metrics; port 0 = any free port, nullopt = off.
   std::optional<uint16_t> metrics_port;
   // Loopback unless asked: plain HTTP, readable by whoever reaches it.

@@ -59,6 +59,11 @@ void AddFlags(ArgParser& p) {
               "broadcast");
   p.AddOption("memory-mb", "N", "memory this node offers, instead of MemAvailable");
   p.AddOption("threads", "N", "compute threads (default: physical cores)");
+  p.AddOption("placement", "speed|memory",
+              "how this node asks the cluster to split the layers: speed = the fastest nodes "
+              "first, each within its memory, so a slow node holds only what memory forces; "
+              "memory = in proportion to memory. Speed applies only when every node asks for it",
+              "speed");
   p.AddOption("compute-turns", "auto|on|off",
               "take turns at the cores with the other daemons of this machine, so that their "
               "stages run few large batches instead of fighting for the cores; auto = when "
@@ -305,6 +310,12 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     if (!t.ok()) return t.status();
     o.threads = static_cast<int>(*t);
   }
+  if (const std::string placement = p.GetString("placement"); placement == "memory") {
+    o.placement = Placement::kMemory;
+  } else if (placement != "speed") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--placement must be speed or memory, not \"", placement, "\""));
+  }
   if (const std::string turns = p.GetString("compute-turns"); turns == "on") {
     o.compute_turns = NodeOptions::ComputeTurns::kOn;
   } else if (turns == "off") {
@@ -339,8 +350,8 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
 int Main(int argc, char** argv) {
   ArgParser p("ringlmd (--model PATH | --model-from-peers) [options]",
               "The ringlm node daemon. Start one on every machine of a LAN with the same model;\n"
-              "they find each other by UDP broadcast, split the layers by memory, and pass\n"
-              "activations around the ring over gRPC. Stop with Ctrl-C or SIGTERM.");
+              "they find each other by UDP broadcast, split the layers by speed within memory,\n"
+              "and pass activations around the ring over gRPC. Stop with Ctrl-C or SIGTERM.");
   AddFlags(p);
   if (absl::Status s = p.Parse(std::vector<std::string>(argv + 1, argv + argc)); !s.ok()) {
     std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());

@@ -42,7 +42,7 @@ for n in $(seq 1 "$max_nodes"); do
   pids=()
   for i in $(seq 1 "$n"); do
     "$build/daemon/ringlmd" --model "$model" --grpc-host 127.0.0.1 --grpc-port $((base + i)) \
-      --discovery-port "$base" --loopback-only --memory-mb 4000 --threads "$threads" \
+      --discovery-port "$base" --loopback-only --memory-mb 4000 --placement memory --threads "$threads" \
       --state-dir "$run/s$n-$i" --ctx-size 2048 --log-level warn "${security[@]}" \
       >"$run/log-$mode-$n-$i" 2>&1 &
     pids+=($!)

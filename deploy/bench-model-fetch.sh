@@ -45,7 +45,7 @@ copy_s=$(calc "$(date +%s.%N) - $start")
 size_mb=$(calc "$(stat -c %s "$model") / 1000000")
 rm -f "$run/copy.gguf"
 
-common=(--grpc-host 127.0.0.1 --discovery-port "$base" --loopback-only --threads "$threads"
+common=(--grpc-host 127.0.0.1 --discovery-port "$base" --loopback-only --threads "$threads" --placement memory
         --log-level info "${security[@]}")
 "$build/daemon/ringlmd" --model "$model" --grpc-port $((base + 1)) --memory-mb 1000 \
   --state-dir "$run/a" "${common[@]}" >"$run/a.log" 2>&1 &

@@ -10,7 +10,8 @@
 # Node K (1..N) is one ringlmd on 127.0.0.1 with --loopback-only, gRPC port
 # B+K, discovery port B (default B: 47800, so gRPC 47801, 47802, ...), a
 # --memory-mb of 4000, 2000, 3000, ... (cycled, so the layer split is uneven
-# on purpose) and its own --state-dir. Node 1 is the head: it serves the
+# on purpose, with --placement memory: the nodes share this machine's CPU, so
+# their measured speeds differ only by noise) and its own --state-dir. Node 1 is the head: it serves the
 # OpenAI-compatible API and the web chat page on 127.0.0.1:P (default 8080).
 #
 # Every node runs with one cluster key: --cluster-key FILE, else
@@ -352,7 +353,7 @@ cmd_up() {
     local dir="$run_dir/node$k" mem="${memory[$(((k - 1) % ${#memory[@]}))]}"
     local args=(--model "$model" --grpc-host 127.0.0.1 --grpc-port $((base_port + k))
       --discovery-port "$base_port" --loopback-only --memory-mb "$mem" --state-dir "$dir/state"
-      "${security[@]}")
+      --placement memory "${security[@]}")
     if [[ $k -eq 1 ]]; then args+=(--api-host 127.0.0.1 --api-port "$api_port"); fi
     mkdir -p "$dir/state"
     # A session of its own: Ctrl-C on the terminal reaches only this script,

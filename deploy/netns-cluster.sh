@@ -280,7 +280,8 @@ cmd_up() {
     local source=(--model "$model")
     [[ $only_on -eq 0 || $only_on -eq $k ]] || source=(--model-from-peers)
     nohup ip netns exec "$ns" "$RINGLMD" "${source[@]}" --grpc-host 0.0.0.0 \
-      --grpc-port "$GRPC_PORT" --memory-mb "$mem" --state-dir "$dir/state" "${security[@]}" \
+      --grpc-port "$GRPC_PORT" --memory-mb "$mem" --placement memory --state-dir "$dir/state" \
+      "${security[@]}" \
       "${extra[@]}" \
       </dev/null >"$dir/ringlmd.log" 2>&1 &
     echo $! >"$dir/ringlmd.pid"

@@ -112,6 +112,14 @@ absl::Status CheckFields(const Announcement& a) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad matmul_gflops ", a.caps.matmul_gflops, ": want finite and >= 0"));
   }
+  if (!std::isfinite(a.caps.read_gbps) || a.caps.read_gbps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad read_gbps ", a.caps.read_gbps, ": want finite and >= 0"));
+  }
+  if (a.caps.placement != Placement::kMemory && a.caps.placement != Placement::kSpeed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad placement ", static_cast<int>(a.caps.placement), ": want 0 (memory) or 1 (speed)"));
+  }
   if (a.grpc_host.size() > kMaxGrpcHostBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("grpc_host is ", a.grpc_host.size(), " bytes, at most ", kMaxGrpcHostBytes));
@@ -130,11 +138,11 @@ absl::Status CheckFields(const Announcement& a) {
   return absl::OkStatus();
 }
 
-// Parses the version-2 body into `a`; checks lengths only, not field content.
+// Parses the version-3 body into `a`; checks lengths only, not field content.
 // Runs only on authenticated bytes, and still bounds-checks every read.
-absl::Status ParseBodyV2(std::string_view body, Announcement* a) {
+absl::Status ParseBodyV3(std::string_view body, Announcement* a) {
   BodyReader r(body);
-  uint64_t port = 0, threads = 0, gflops_bits = 0;
+  uint64_t port = 0, threads = 0, gflops_bits = 0, read_bits = 0, placement = 0;
   // A braced list evaluates left to right, in wire order. Reads after a failed
   // one stay bounds-checked and harmless; the first error is the one returned.
   for (absl::Status s :
@@ -143,7 +151,8 @@ absl::Status ParseBodyV2(std::string_view body, Announcement* a) {
         r.String("model_fingerprint", kMaxModelFingerprintBytes, &a->model_fingerprint),
         r.Int("total_memory", 8, &a->caps.total_memory_bytes),
         r.Int("usable_memory", 8, &a->caps.usable_memory_bytes),
-        r.Int("matmul_gflops", 8, &gflops_bits), r.Int("threads", 4, &threads),
+        r.Int("matmul_gflops", 8, &gflops_bits), r.Int("read_gbps", 8, &read_bits),
+        r.Int("placement", 1, &placement), r.Int("threads", 4, &threads),
         r.String("cpu_model", kMaxCpuModelBytes, &a->caps.cpu_model),
         r.String("grpc_host", kMaxGrpcHostBytes, &a->grpc_host),
         r.String("spki_fingerprint", kSpkiFingerprintBytes, &a->spki_fingerprint),
@@ -158,6 +167,8 @@ absl::Status ParseBodyV2(std::string_view body, Announcement* a) {
   a->grpc_port = static_cast<uint16_t>(port);
   a->caps.threads = static_cast<uint32_t>(threads);
   a->caps.matmul_gflops = std::bit_cast<double>(gflops_bits);
+  a->caps.read_gbps = std::bit_cast<double>(read_bits);
+  a->caps.placement = static_cast<Placement>(placement);
   return absl::OkStatus();
 }
 
@@ -228,6 +239,8 @@ std::string EncodeAnnouncement(const Announcement& a, std::string_view mac_key) 
   PutU64(body, a.caps.total_memory_bytes);
   PutU64(body, a.caps.usable_memory_bytes);
   PutU64(body, std::bit_cast<uint64_t>(a.caps.matmul_gflops));
+  PutU64(body, std::bit_cast<uint64_t>(a.caps.read_gbps));
+  body.push_back(static_cast<char>(a.caps.placement));
   PutU32(body, a.caps.threads);
   PutString(body, a.caps.cpu_model, kMaxCpuModelBytes);
   PutString(body, a.grpc_host, kMaxGrpcHostBytes);
@@ -236,7 +249,7 @@ std::string EncodeAnnouncement(const Announcement& a, std::string_view mac_key) 
   body.append(RandomBytes(kAnnouncementNonceBytes));
 
   // The truncating limits above bound the body to
-  // 65+8+2+129+8+8+8+4+129+254+33+8+16 = 672 bytes, well below
+  // 65+8+2+129+8+8+8+8+1+4+129+254+33+8+16 = 681 bytes, well below
   // kMaxAnnouncementBytes - kEnvelopeBytes.
   std::string out;
   out.reserve(kEnvelopeBytes + body.size());
@@ -295,7 +308,7 @@ absl::StatusOr<Announcement> DecodeAnnouncement(std::string_view datagram, std::
 
   Announcement a;
   a.protocol_version = version;
-  if (absl::Status s = ParseBodyV2(datagram.substr(kHeaderBytes, body_length), &a); !s.ok()) {
+  if (absl::Status s = ParseBodyV3(datagram.substr(kHeaderBytes, body_length), &a); !s.ok()) {
     return Fail(DecodeFailure::kBadLength, failure, s);
   }
   if (absl::Status fields = CheckFields(a); !fields.ok()) {

@@ -7,10 +7,10 @@
 //     version           u32
 //     body_length       u16   bytes of body that follow
 //     body              body_length bytes, version-specific
-//   trailer of version 2:
+//   trailer of version 3:
 //     mac               32 bytes  HMAC-SHA256, under the cluster's announcement
 //                                 key, of every byte before it (envelope + body)
-//   body of version 2:
+//   body of version 3:
 //     node_id           u8 length + bytes   (1..64, [A-Za-z0-9._-])
 //     instance_id       u64
 //     grpc_port         u16                 (not 0)
@@ -18,6 +18,8 @@
 //     total_memory      u64
 //     usable_memory     u64
 //     matmul_gflops     f64 bit pattern     (finite, >= 0)
+//     read_gbps         f64 bit pattern     (finite, >= 0)
+//     placement         u8                  (0 memory, 1 speed)
 //     threads           u32
 //     cpu_model         u8 length + bytes   (0..128, printable ASCII)
 //     grpc_host         u8 length + bytes   (0..253, [A-Za-z0-9.:_-])
@@ -25,8 +27,9 @@
 //                                            SubjectPublicKeyInfo, DER)
 //     timestamp_ms      u64                 Unix wall-clock ms when sent
 //     nonce             16 bytes            random, fresh per datagram
-//   (Version 1 had no spki_fingerprint, timestamp_ms or nonce, and a CRC-32
-//   trailer instead of the MAC. It is recognised and dropped, never parsed.)
+//   (Version 2 had no read_gbps or placement. Version 1 had no
+//   spki_fingerprint, timestamp_ms or nonce either, and a CRC-32 trailer
+//   instead of the MAC. Both are recognised and dropped, never parsed.)
 //
 // Decoding order, and why: the envelope's size, magic and version are read
 // first, because the trailer (and so what the MAC covers) depends on the
@@ -55,7 +58,7 @@
 
 namespace ringlm {
 
-inline constexpr uint32_t kDiscoveryProtocolVersion = 2;
+inline constexpr uint32_t kDiscoveryProtocolVersion = 3;
 // Largest datagram we send or accept; stays below any sane path MTU.
 inline constexpr size_t kMaxAnnouncementBytes = 1200;
 inline constexpr size_t kMaxNodeIdBytes = 64;

@@ -37,6 +37,8 @@ Announcement Sample() {
   a.caps.total_memory_bytes = 16ull << 30;
   a.caps.usable_memory_bytes = 11ull << 30;
   a.caps.matmul_gflops = 42.5;
+  a.caps.read_gbps = 17.25;
+  a.caps.placement = Placement::kSpeed;
   a.caps.cpu_model = "Intel(R) Core(TM) i5-8250U CPU @ 1.60GHz";
   a.caps.threads = 4;
   a.grpc_host = "10.0.0.7";
@@ -103,7 +105,7 @@ TEST(AnnouncementTest, RoundTripAllFields) {
   ASSERT_TRUE(ValidateAnnouncement(a).ok());
   const std::string wire = EncodeAnnouncement(a, Key());
   EXPECT_EQ(wire.substr(0, 4), "RLMA");
-  EXPECT_EQ(wire[4], 2);  // protocol version 2
+  EXPECT_EQ(wire[4], 3);  // protocol version 3
   DecodeFailure f = DecodeFailure::kTooLong;
   absl::StatusOr<Announcement> back = DecodeAnnouncement(wire, Key(), &f);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -291,7 +293,17 @@ TEST(AnnouncementTest, Version1IsOtherVersion) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(f, DecodeFailure::kOtherVersion);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.status().message(), "protocol version 1, expected 2");
+  EXPECT_EQ(r.status().message(), "protocol version 1, expected 3");
+
+  // Version 2 (no read_gbps or placement), even signed with the cluster key,
+  // is dropped from its envelope.
+  std::string v2 = EncodeAnnouncement(Sample(), Key());
+  v2[4] = 2;
+  Reseal(v2);
+  r = DecodeAnnouncement(v2, Key(), &f);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(f, DecodeFailure::kOtherVersion);
+  EXPECT_EQ(r.status().message(), "protocol version 2, expected 3");
 
   // A future version with a different body is still recognised by its envelope.
   std::string future = "RLMA";
@@ -299,7 +311,7 @@ TEST(AnnouncementTest, Version1IsOtherVersion) {
   r = DecodeAnnouncement(future, Key(), &f);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(f, DecodeFailure::kOtherVersion);
-  EXPECT_EQ(r.status().message(), "protocol version 7, expected 2");
+  EXPECT_EQ(r.status().message(), "protocol version 7, expected 3");
 }
 
 // Frame offsets for Sample()-like announcements with node id `id`.
@@ -348,6 +360,18 @@ TEST(AnnouncementTest, BadFieldsWithValidMacAreRejected) {
     nan.caps.matmul_gflops = std::numeric_limits<double>::quiet_NaN();
     cases.push_back({"NaN gflops", EncodeAnnouncement(nan, Key()), DecodeFailure::kBadField,
                      "bad matmul_gflops"});
+  }
+  {
+    Announcement slow = a;
+    slow.caps.read_gbps = -1;
+    cases.push_back({"negative bandwidth", EncodeAnnouncement(slow, Key()),
+                     DecodeFailure::kBadField, "bad read_gbps"});
+  }
+  {
+    Announcement odd = a;
+    odd.caps.placement = static_cast<Placement>(2);
+    cases.push_back({"placement 2", EncodeAnnouncement(odd, Key()), DecodeFailure::kBadField,
+                     "bad placement 2"});
   }
   {
     Announcement host = a;

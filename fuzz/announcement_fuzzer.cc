@@ -8,7 +8,7 @@
 //     nonce and MAC, which the encoder draws afresh).
 //  2. As a body to sign: the harness wraps the body (the input's body if it
 //     looks like a datagram, else the whole input) in a correct envelope and
-//     MAC, so the fuzzer reaches ParseBodyV2 and the field checks, which only
+//     MAC, so the fuzzer reaches ParseBodyV3 and the field checks, which only
 //     run on authenticated bytes. Such a datagram may fail only as too long,
 //     bad length or bad field; one that decodes re-encodes to itself (the
 //     encoding is canonical). Then one byte, chosen by a hash of the input, is
@@ -172,6 +172,8 @@ void FuzzFields(const uint8_t* data, size_t size) {
   a.caps.usable_memory_bytes = in.ConsumeIntegral<uint64_t>();
   // Any bit pattern: NaN, infinities, negative zero, subnormals.
   a.caps.matmul_gflops = std::bit_cast<double>(in.ConsumeIntegral<uint64_t>());
+  a.caps.read_gbps = std::bit_cast<double>(in.ConsumeIntegral<uint64_t>());
+  a.caps.placement = static_cast<Placement>(in.ConsumeIntegral<uint8_t>());
   a.caps.threads = in.ConsumeIntegral<uint32_t>();
   a.caps.cpu_model = in.ConsumeRandomLengthString(160);
   a.grpc_host = in.ConsumeRandomLengthString(280);

@@ -68,6 +68,8 @@ Announcement TypicalAnnouncement() {
   a.caps.total_memory_bytes = 16ull << 30;
   a.caps.usable_memory_bytes = 8ull << 30;
   a.caps.matmul_gflops = 12.5;
+  a.caps.read_gbps = 9.5;
+  a.caps.placement = Placement::kSpeed;
   a.caps.threads = 2;
   a.caps.cpu_model = "Intel(R) Xeon(R) CPU @ 2.20GHz";
   a.grpc_host = "10.99.0.1";
@@ -100,6 +102,7 @@ void WriteAnnouncements(const std::string& dir) {
   maximal.caps.total_memory_bytes = maximal.caps.usable_memory_bytes = UINT64_MAX;
   maximal.caps.threads = UINT32_MAX;
   maximal.caps.matmul_gflops = std::numeric_limits<double>::max();
+  maximal.caps.read_gbps = std::numeric_limits<double>::max();
   maximal.instance_id = maximal.timestamp_ms = UINT64_MAX;
   maximal.grpc_port = 65535;
   emit("maximal.bin", maximal, true);
@@ -115,6 +118,9 @@ void WriteAnnouncements(const std::string& dir) {
   Announcement nan = TypicalAnnouncement();
   nan.caps.matmul_gflops = std::nan("");
   emit("bad_gflops.bin", nan, false);
+  Announcement bad_placement = TypicalAnnouncement();
+  bad_placement.caps.placement = static_cast<Placement>(9);
+  emit("bad_placement.bin", bad_placement, false);
   Announcement short_spki = TypicalAnnouncement();
   short_spki.spki_fingerprint = "0123456789abcdef";
   emit("bad_spki.bin", short_spki, false);

@@ -87,6 +87,20 @@ void MatmulAccumulate(const float* a, const float* b, float* c, int n) {
   }
 }
 
+// Hot loop: the sum of n words, in eight independent lanes so the loads, not
+// the adds, set the pace.
+uint64_t SumWords(const uint64_t* words, size_t n) {
+  uint64_t lane[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] += words[i + k];
+  }
+  for (; i < n; ++i) lane[0] += words[i];
+  uint64_t sum = 0;
+  for (uint64_t v : lane) sum += v;
+  return sum;
+}
+
 }  // namespace
 
 absl::StatusOr<MemInfo> ParseMemInfo(std::string_view proc_meminfo_text) {
@@ -127,19 +141,55 @@ double MeasureMatmulGflops(absl::Duration budget) {
     b[i] = static_cast<float>((i * 5) % 11) * 0.01f;
   }
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + absl::ToChronoNanoseconds(budget);
-  double best_seconds = std::numeric_limits<double>::infinity();
+  const auto start = Clock::now();
+  const auto deadline = start + absl::ToChronoNanoseconds(budget);
+  int64_t repetitions = 0;
   float checksum = 0;
   do {
-    const auto start = Clock::now();
     MatmulAccumulate(a.data(), b.data(), c.data(), kN);
-    const std::chrono::duration<double> elapsed = Clock::now() - start;
-    best_seconds = std::min(best_seconds, elapsed.count());
     checksum += c[(kN * kN) / 2];  // keeps the product observable
+    ++repetitions;
   } while (Clock::now() < deadline);
+  const std::chrono::duration<double> elapsed = Clock::now() - start;
   volatile float sink = checksum;
   (void)sink;
-  return best_seconds > 0 ? kFlops / best_seconds / 1e9 : 0.0;
+  return elapsed.count() > 0 ? kFlops * static_cast<double>(repetitions) / elapsed.count() / 1e9
+                             : 0.0;
+}
+
+double MeasureReadGbps(uint32_t threads, absl::Duration budget) {
+  threads = std::max(1u, threads);
+  constexpr size_t kWords = kReadProbeBytes / sizeof(uint64_t);
+  std::vector<uint64_t> buffer(kWords);
+  for (size_t i = 0; i < kWords; ++i) buffer[i] = i;  // every page mapped before timing
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = start + absl::ToChronoNanoseconds(budget);
+  std::vector<uint64_t> passes(threads, 0);
+  std::vector<uint64_t> sums(threads, 0);
+  {
+    std::vector<std::jthread> workers;
+    for (uint32_t t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        const uint64_t* begin = buffer.data() + kWords / threads * t;
+        const size_t n = kWords / threads;
+        do {
+          sums[t] += SumWords(begin, n);
+          ++passes[t];
+        } while (Clock::now() < deadline);
+      });
+    }
+  }  // joins
+  const std::chrono::duration<double> elapsed = Clock::now() - start;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+  for (uint32_t t = 0; t < threads; ++t) {
+    bytes += passes[t] * (kWords / threads) * sizeof(uint64_t);
+    checksum += sums[t];
+  }
+  volatile uint64_t sink = checksum;
+  (void)sink;
+  return elapsed.count() > 0 ? static_cast<double>(bytes) / elapsed.count() / 1e9 : 0.0;
 }
 
 absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options) {
@@ -159,7 +209,10 @@ absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options) {
   }
   caps.threads = options.threads;
   if (caps.threads == 0) caps.threads = std::max(1u, std::thread::hardware_concurrency());
-  if (options.measure_gflops) caps.matmul_gflops = MeasureMatmulGflops(options.gflops_budget);
+  if (options.measure_speed) {
+    caps.matmul_gflops = MeasureMatmulGflops(options.speed_budget);
+    caps.read_gbps = MeasureReadGbps(caps.threads, options.speed_budget);
+  }
   return caps;
 }
 

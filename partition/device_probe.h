@@ -30,11 +30,20 @@ absl::StatusOr<MemInfo> ParseMemInfo(std::string_view proc_meminfo_text);
 // there is none (e.g. many ARM kernels).
 std::string ParseCpuModel(std::string_view proc_cpuinfo_text);
 
-// Single-threaded f32 matmul throughput: times a blocked 256x256x256 product
-// repeatedly until `budget` has passed (at least once) and reports the best
-// repetition in GFLOPS (2*n^3 flops). Noisy on a busy machine; for ranking
-// nodes roughly, not for benchmarking.
-double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(100));
+// Single-threaded f32 matmul throughput: repeats a blocked 256x256x256
+// product until `budget` has passed (at least once) and reports the flops
+// done over the wall time taken (2*n^3 flops each), so a CPU quota (a cgroup
+// at a quarter of a core) shows as it would in decode. Noisy on a busy
+// machine; for ranking nodes, not for benchmarking.
+double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(300));
+
+// Memory read bandwidth with `threads` threads (at least 1): each sums its
+// slice of a buffer larger than the last-level caches of today's CPUs, again
+// and again until `budget` has passed, and the result is the bytes read over
+// the wall time taken, in GB/s (1e9 bytes), quota included as above.
+// Allocates the buffer (kReadProbeBytes) for the call.
+inline constexpr size_t kReadProbeBytes = size_t{128} << 20;
+double MeasureReadGbps(uint32_t threads, absl::Duration budget = absl::Milliseconds(300));
 
 // ProbeOptions: how to probe. Every field has a usable default.
 struct ProbeOptions {
@@ -43,8 +52,10 @@ struct ProbeOptions {
   std::optional<uint64_t> memory_override_bytes;
   // Compute threads the node will use; 0 = std::thread::hardware_concurrency().
   uint32_t threads = 0;
-  bool measure_gflops = true;
-  absl::Duration gflops_budget = absl::Milliseconds(100);
+  // Measure matmul_gflops and read_gbps, each for `speed_budget`; when
+  // false both stay 0 (unknown).
+  bool measure_speed = true;
+  absl::Duration speed_budget = absl::Milliseconds(300);
   // Where to read from; tests point these at fixtures.
   std::string meminfo_path = "/proc/meminfo";
   std::string cpuinfo_path = "/proc/cpuinfo";
@@ -52,7 +63,7 @@ struct ProbeOptions {
 
 // Probes this machine. Fails (with the path in the message) only when the
 // meminfo file cannot be read or parsed; an unreadable cpuinfo leaves
-// cpu_model empty. Takes about gflops_budget when measure_gflops is set,
+// cpu_model empty. Takes about 2 * speed_budget when measure_speed is set,
 // else a few milliseconds. Thread-compatible; reads files, no global state.
 absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options);
 

@@ -68,7 +68,7 @@ TEST(ParseCpuModelTest, FirstModelNameOrEmpty) {
 
 TEST(ProbeDeviceTest, SaneValuesOnThisMachine) {
   ProbeOptions options;
-  options.gflops_budget = absl::Milliseconds(50);
+  options.speed_budget = absl::Milliseconds(50);
   const auto caps = ProbeDevice(options);
   ASSERT_TRUE(caps.ok()) << caps.status();
   EXPECT_GT(caps->total_memory_bytes, uint64_t{64} << 20);
@@ -76,19 +76,22 @@ TEST(ProbeDeviceTest, SaneValuesOnThisMachine) {
   EXPECT_LE(caps->usable_memory_bytes, caps->total_memory_bytes);
   EXPECT_GT(caps->matmul_gflops, 0.0);
   EXPECT_LT(caps->matmul_gflops, 10000.0);
+  EXPECT_GT(caps->read_gbps, 0.0);
+  EXPECT_LT(caps->read_gbps, 10000.0);
   EXPECT_GE(caps->threads, 1u);
 }
 
-TEST(ProbeDeviceTest, HonoursOverridesAndSkipsGflops) {
+TEST(ProbeDeviceTest, HonoursOverridesAndSkipsTheSpeedFigures) {
   ProbeOptions options;
   options.memory_override_bytes = uint64_t{3} << 40;  // more than this machine has
   options.threads = 3;
-  options.measure_gflops = false;
+  options.measure_speed = false;
   const auto caps = ProbeDevice(options);
   ASSERT_TRUE(caps.ok()) << caps.status();
   EXPECT_EQ(caps->usable_memory_bytes, uint64_t{3} << 40);
   EXPECT_EQ(caps->threads, 3u);
   EXPECT_EQ(caps->matmul_gflops, 0.0);
+  EXPECT_EQ(caps->read_gbps, 0.0);
   EXPECT_GT(caps->total_memory_bytes, 0u);
 }
 
@@ -101,7 +104,7 @@ TEST(ProbeDeviceTest, ReadsGivenFilesAndReportsTheirErrors) {
   ProbeOptions options;
   options.meminfo_path = meminfo;
   options.cpuinfo_path = cpuinfo;
-  options.measure_gflops = false;
+  options.measure_speed = false;
   const auto caps = ProbeDevice(options);
   ASSERT_TRUE(caps.ok()) << caps.status();
   EXPECT_EQ(caps->total_memory_bytes, uint64_t{16318412} * 1024);
@@ -128,6 +131,14 @@ TEST(MeasureMatmulGflopsTest, PositiveAndRespectsBudget) {
   EXPECT_GT(gflops, 0.0);
   // One repetition may overrun the budget; allow generous slack for slow builds.
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(MeasureReadGbpsTest, PositiveWithOneOrMoreThreadsAndRespectsBudget) {
+  for (uint32_t threads : {0u, 1u, 3u}) {
+    const auto start = absl::Now();
+    EXPECT_GT(MeasureReadGbps(threads, absl::Milliseconds(20)), 0.0) << threads << " threads";
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  }
 }
 
 }  // namespace

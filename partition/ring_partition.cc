@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "partition/speed_classes.h"
 
 namespace ringlm {
 namespace {
@@ -172,13 +173,14 @@ absl::Status Apportion(std::vector<Slot>& slots, uint32_t total) {
   }
 }
 
-}  // namespace
-
-absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
-                                          const ModelFootprint& model) {
-  if (absl::Status status = ValidateInput(nodes, model); !status.ok()) return status;
-  std::sort(nodes.begin(), nodes.end(), MemoryOrder);
-
+// The memory rule (steps 2-4 of PartitionLayers) over `nodes`, already in
+// MemoryOrder. Participants whose `fill_first` flag is set get their capacity
+// (less, one layer at a time from the last of them, where the others could
+// not each keep a layer): speed placement's faster nodes, before slower
+// ones take the rest. Idle nodes are left for the caller to list.
+absl::StatusOr<Partition> PlaceByMemory(const std::vector<NodeDescriptor>& nodes,
+                                        const ModelFootprint& model,
+                                        const std::vector<bool>& fill_first) {
   // Participants: the largest min(n, n_layers) nodes, minus trailing ones that
   // cannot hold a layer where they stand. Dropping the last makes the one
   // before it last, and it must then also pay for the output head.
@@ -208,6 +210,17 @@ absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
   }
   if (layers_that_fit < model.n_layers) return DoesNotFit(nodes, model, layers_that_fit);
 
+  uint64_t minimum = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!fill_first.empty() && fill_first[i]) slots[i].min_layers = slots[i].capacity;
+    minimum += slots[i].min_layers;
+  }
+  for (size_t i = slots.size(); i-- > 0 && minimum > model.n_layers;) {
+    const uint64_t give_back =
+        std::min<uint64_t>(slots[i].min_layers - 1, minimum - model.n_layers);
+    slots[i].min_layers -= static_cast<uint32_t>(give_back);
+    minimum -= give_back;
+  }
   if (absl::Status status = Apportion(slots, model.n_layers); !status.ok()) return status;
 
   Partition partition;
@@ -218,9 +231,57 @@ absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
     next_layer += s.layers;
   }
   if (next_layer != model.n_layers) return absl::InternalError("layer counts do not add up");
-  for (size_t i = participants; i < nodes.size(); ++i) {
-    partition.idle_node_ids.push_back(nodes[i].node_id);
+  return partition;
+}
+
+// Every node not in a stage, in `nodes`' (memory) order.
+void ListIdle(const std::vector<NodeDescriptor>& nodes, Partition* partition) {
+  absl::flat_hash_set<std::string> staged;
+  for (const Stage& s : partition->stages) staged.insert(s.node_id);
+  for (const NodeDescriptor& node : nodes) {
+    if (!staged.contains(node.node_id)) partition->idle_node_ids.push_back(node.node_id);
   }
+}
+
+bool AllAskForSpeed(const std::vector<NodeDescriptor>& nodes) {
+  return std::all_of(nodes.begin(), nodes.end(),
+                     [](const NodeDescriptor& n) { return n.caps.placement == Placement::kSpeed; });
+}
+
+// Speed placement: the nodes of the fewest fastest speed classes that can
+// hold the model, the faster classes filled first. With every class the
+// result (or the error) is the memory rule's over all nodes, faster classes
+// still filled first.
+absl::StatusOr<Partition> PlaceBySpeed(const std::vector<NodeDescriptor>& nodes,
+                                       const ModelFootprint& model) {
+  std::vector<DeviceCapabilities> caps;
+  for (const NodeDescriptor& node : nodes) caps.push_back(node.caps);
+  const std::vector<uint32_t> classes = SpeedClasses(caps, model.bytes_per_layer);
+  const uint32_t slowest = *std::max_element(classes.begin(), classes.end());
+  for (uint32_t k = 0;; ++k) {
+    std::vector<NodeDescriptor> subset;
+    std::vector<bool> faster;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (classes[i] > k) continue;
+      subset.push_back(nodes[i]);
+      faster.push_back(classes[i] < k);
+    }
+    absl::StatusOr<Partition> partition = PlaceByMemory(subset, model, faster);
+    if (partition.ok() || k == slowest || !absl::IsResourceExhausted(partition.status())) {
+      return partition;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
+                                          const ModelFootprint& model) {
+  if (absl::Status status = ValidateInput(nodes, model); !status.ok()) return status;
+  std::sort(nodes.begin(), nodes.end(), MemoryOrder);
+  absl::StatusOr<Partition> partition =
+      AllAskForSpeed(nodes) ? PlaceBySpeed(nodes, model) : PlaceByMemory(nodes, model, {});
+  if (partition.ok()) ListIdle(nodes, &*partition);
   return partition;
 }
 

@@ -76,6 +76,18 @@ inline constexpr size_t kMaxPartitionNodes = 4096;
 //     arithmetic), rounded by largest remainder (ties to the earlier node) so
 //     the counts add up to n_layers exactly.
 //
+// Speed placement (when every node announces Placement::kSpeed; the memory
+// rule alone otherwise):
+//  5. Nodes are grouped into speed classes by their measured per-layer time
+//     (SpeedClasses, partition/speed_classes.h). The rule above runs over the
+//     fastest class alone; if it cannot hold the model, over the two fastest,
+//     and so on. The nodes of a slower class are idle when the faster ones
+//     can hold the model.
+//  6. When slower nodes are needed, the faster classes' participants get
+//     their capacity, and the slowest class taken shares only the layers
+//     left (each of its participants at least one), by memory.
+//  Within one class, or when all nodes are alike, it is the memory rule.
+//
 // Errors: InvalidArgument for no nodes, more than kMaxPartitionNodes, an empty
 // or duplicate node id, n_layers == 0 or bytes_per_layer == 0;
 // ResourceExhausted when the cluster cannot hold the model.

@@ -51,7 +51,9 @@ void LoopbackCluster::StartNode(size_t i) {
                                    "1",
                                    "--metrics-port",
                                    std::to_string(metrics_ports_[i]),
-                                   "--loopback-only"};
+                                   "--loopback-only",
+                                   "--placement",
+                                   options_.placement};
   if (model == kFromPeers) {
     argv.push_back("--model-from-peers");
   } else {

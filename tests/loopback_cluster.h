@@ -33,6 +33,9 @@ class LoopbackCluster {
     // or an absolute path, or kFromPeers for a node with no file that fetches
     // its layers from the others (--model-from-peers).
     std::vector<std::string> node_models;
+    // --placement of every node. These nodes share one CPU, so the speeds
+    // they measure differ only by noise; tests of the split place by memory.
+    std::string placement = "memory";
   };
   static constexpr char kFromPeers[] = "<from peers>";
 

@@ -1,6 +1,7 @@
 #include "daemon/rpc/proto_convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,8 @@ v1::Capabilities CapabilitiesToProto(const DeviceCapabilities& caps) {
   p.set_matmul_gflops(caps.matmul_gflops);
   p.set_cpu_model(caps.cpu_model);
   p.set_threads(caps.threads);
+  p.set_read_gbps(caps.read_gbps);
+  p.set_placement(caps.placement == Placement::kSpeed ? v1::PLACEMENT_SPEED : v1::PLACEMENT_MEMORY);
   return p;
 }
 
@@ -25,6 +28,10 @@ DeviceCapabilities CapabilitiesFromProto(const v1::Capabilities& p) {
   caps.matmul_gflops = p.matmul_gflops();
   caps.cpu_model = p.cpu_model().substr(0, 256);
   caps.threads = p.threads();
+  // A figure that cannot be a bandwidth is unknown; a placement other than
+  // speed is memory (what a node that says nothing gets).
+  caps.read_gbps = std::isfinite(p.read_gbps()) && p.read_gbps() > 0 ? p.read_gbps() : 0;
+  caps.placement = p.placement() == v1::PLACEMENT_SPEED ? Placement::kSpeed : Placement::kMemory;
   return caps;
 }
 

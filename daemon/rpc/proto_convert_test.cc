@@ -29,6 +29,8 @@ TEST(ProtoConvertTest, CapabilitiesRoundTrip) {
   caps.matmul_gflops = 123.25;
   caps.cpu_model = "AMD Ryzen 9 5950X 16-Core Processor";
   caps.threads = 31;
+  caps.read_gbps = 38.5;
+  caps.placement = Placement::kSpeed;
   const v1::Capabilities wire = CapabilitiesToProto(caps);
   EXPECT_EQ(wire.total_memory_bytes(), caps.total_memory_bytes);
   EXPECT_EQ(wire.usable_memory_bytes(), caps.usable_memory_bytes);
@@ -38,6 +40,17 @@ TEST(ProtoConvertTest, CapabilitiesRoundTrip) {
   v1::Capabilities parsed;
   ASSERT_TRUE(parsed.ParseFromString(wire.SerializeAsString()));
   EXPECT_EQ(CapabilitiesFromProto(parsed), caps);
+}
+
+TEST(ProtoConvertTest, CapabilitiesFromProtoTakesNonsenseSpeedFiguresAsUnknown) {
+  v1::Capabilities wire;
+  wire.set_read_gbps(std::nan(""));
+  wire.set_placement(static_cast<v1::Placement>(7));  // a value this build does not know
+  DeviceCapabilities caps = CapabilitiesFromProto(wire);
+  EXPECT_EQ(caps.read_gbps, 0.0);
+  EXPECT_EQ(caps.placement, Placement::kMemory);
+  wire.set_read_gbps(-3);
+  EXPECT_EQ(CapabilitiesFromProto(wire).read_gbps, 0.0);
 }
 
 TEST(ProtoConvertTest, CapabilitiesFromProtoCutsAnOverlongCpuModel) {
