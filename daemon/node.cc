@@ -80,10 +80,16 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   probe.memory_override_bytes = o.memory_bytes;
   probe.threads = static_cast<uint32_t>(threads);
   probe.measure_speed = o.measure_speed;
-  RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe));
+  probe.speed_cache_path = state_dir + "/speed";
+  SpeedSource speed_source = SpeedSource::kNotMeasured;
+  RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe, &speed_source));
   node->caps_.placement = o.placement;
-  spdlog::info("measured: {:.1f} GFLOPS, {:.1f} GB/s read; placement by {}",
+  spdlog::info("measured: {:.1f} GFLOPS, {:.1f} GB/s read{}; placement by {}",
                node->caps_.matmul_gflops, node->caps_.read_gbps,
+               speed_source == SpeedSource::kCached
+                   ? absl::StrCat(" (kept in ", probe.speed_cache_path,
+                                  " since an earlier start; delete it to measure again)")
+                   : "",
                o.placement == Placement::kSpeed ? "speed" : "memory");
   node->pool_ = std::make_unique<ThreadPool>(threads);
   spdlog::info("compute: {} threads, {} kernels", threads, ActiveCpuTargetName());

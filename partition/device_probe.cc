@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "partition/speed_cache.h"
 
 namespace ringlm {
 namespace {
@@ -192,7 +193,7 @@ double MeasureReadGbps(uint32_t threads, absl::Duration budget) {
   return elapsed.count() > 0 ? static_cast<double>(bytes) / elapsed.count() / 1e9 : 0.0;
 }
 
-absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options) {
+absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options, SpeedSource* source) {
   absl::StatusOr<std::string> meminfo_text = ReadSmallFile(options.meminfo_path);
   if (!meminfo_text.ok()) return meminfo_text.status();
   absl::StatusOr<MemInfo> meminfo = ParseMemInfo(*meminfo_text);
@@ -209,10 +210,25 @@ absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options) {
   }
   caps.threads = options.threads;
   if (caps.threads == 0) caps.threads = std::max(1u, std::thread::hardware_concurrency());
+  SpeedSource from = SpeedSource::kNotMeasured;
   if (options.measure_speed) {
-    caps.matmul_gflops = MeasureMatmulGflops(options.speed_budget);
-    caps.read_gbps = MeasureReadGbps(caps.threads, options.speed_budget);
+    std::optional<SpeedFigures> figures;
+    if (!options.speed_cache_path.empty()) {
+      figures = LoadSpeedFigures(options.speed_cache_path, caps.cpu_model, caps.threads);
+    }
+    from = figures ? SpeedSource::kCached : SpeedSource::kMeasured;
+    if (!figures) {
+      figures = SpeedFigures{MeasureMatmulGflops(options.speed_budget),
+                             MeasureReadGbps(caps.threads, options.speed_budget)};
+      // Not saving only means measuring again at the next start.
+      if (!options.speed_cache_path.empty()) {
+        (void)SaveSpeedFigures(options.speed_cache_path, caps.cpu_model, caps.threads, *figures);
+      }
+    }
+    caps.matmul_gflops = figures->matmul_gflops;
+    caps.read_gbps = figures->read_gbps;
   }
+  if (source != nullptr) *source = from;
   return caps;
 }
 

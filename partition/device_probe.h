@@ -35,7 +35,7 @@ std::string ParseCpuModel(std::string_view proc_cpuinfo_text);
 // done over the wall time taken (2*n^3 flops each), so a CPU quota (a cgroup
 // at a quarter of a core) shows as it would in decode. Noisy on a busy
 // machine; for ranking nodes, not for benchmarking.
-double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(300));
+double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(200));
 
 // Memory read bandwidth with `threads` threads (at least 1): each sums its
 // slice of a buffer larger than the last-level caches of today's CPUs, again
@@ -43,7 +43,7 @@ double MeasureMatmulGflops(absl::Duration budget = absl::Milliseconds(300));
 // the wall time taken, in GB/s (1e9 bytes), quota included as above.
 // Allocates the buffer (kReadProbeBytes) for the call.
 inline constexpr size_t kReadProbeBytes = size_t{128} << 20;
-double MeasureReadGbps(uint32_t threads, absl::Duration budget = absl::Milliseconds(300));
+double MeasureReadGbps(uint32_t threads, absl::Duration budget = absl::Milliseconds(200));
 
 // ProbeOptions: how to probe. Every field has a usable default.
 struct ProbeOptions {
@@ -55,7 +55,11 @@ struct ProbeOptions {
   // Measure matmul_gflops and read_gbps, each for `speed_budget`; when
   // false both stay 0 (unknown).
   bool measure_speed = true;
-  absl::Duration speed_budget = absl::Milliseconds(300);
+  absl::Duration speed_budget = absl::Milliseconds(200);
+  // Where the figures are kept (partition/speed_cache.h): figures saved there
+  // for this CPU model and thread count are used instead of measuring, and
+  // new measurements are saved there. Empty = measure every time.
+  std::string speed_cache_path;
   // Where to read from; tests point these at fixtures.
   std::string meminfo_path = "/proc/meminfo";
   std::string cpuinfo_path = "/proc/cpuinfo";
@@ -65,7 +69,10 @@ struct ProbeOptions {
 // meminfo file cannot be read or parsed; an unreadable cpuinfo leaves
 // cpu_model empty. Takes about 2 * speed_budget when measure_speed is set,
 // else a few milliseconds. Thread-compatible; reads files, no global state.
-absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options);
+// Where ProbeDevice took the speed figures from.
+enum class SpeedSource { kNotMeasured, kMeasured, kCached };
+absl::StatusOr<DeviceCapabilities> ProbeDevice(const ProbeOptions& options,
+                                               SpeedSource* source = nullptr);
 
 }  // namespace ringlm
 

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "partition/speed_cache.h"
 
 namespace ringlm {
 namespace {
@@ -139,6 +140,61 @@ TEST(MeasureReadGbpsTest, PositiveWithOneOrMoreThreadsAndRespectsBudget) {
     EXPECT_GT(MeasureReadGbps(threads, absl::Milliseconds(20)), 0.0) << threads << " threads";
     EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   }
+}
+
+TEST(SpeedCacheTest, FiguresComeBackOnlyForTheSameCpuAndThreads) {
+  const std::string path = ::testing::TempDir() + "/speed_cache_roundtrip";
+  const SpeedFigures figures{12.345678901234567, 7.25};
+  ASSERT_TRUE(SaveSpeedFigures(path, "Test CPU 9000", 4, figures).ok());
+  EXPECT_EQ(LoadSpeedFigures(path, "Test CPU 9000", 4), figures);
+  EXPECT_EQ(LoadSpeedFigures(path, "Other CPU", 4), std::nullopt);
+  EXPECT_EQ(LoadSpeedFigures(path, "Test CPU 9000", 2), std::nullopt);
+  EXPECT_EQ(LoadSpeedFigures(path + "-missing", "Test CPU 9000", 4), std::nullopt);
+  std::remove(path.c_str());
+}
+
+TEST(SpeedCacheTest, AMalformedFileMeansMeasuringAgain) {
+  const std::string path = ::testing::TempDir() + "/speed_cache_malformed";
+  const std::string good =
+      "ringlm speed figures 1\ncpu_model=X\nthreads=1\nmatmul_gflops=3\nread_gbps=2\n";
+  for (const std::string& text :
+       {std::string(""), good.substr(0, good.size() - 1), good + "extra\n",
+        std::string(
+            "ringlm speed figures 2\ncpu_model=X\nthreads=1\nmatmul_gflops=3\nread_gbps=2\n"),
+        std::string(
+            "ringlm speed figures 1\ncpu_model=X\nthreads=1\nmatmul_gflops=nan\nread_gbps=2\n"),
+        std::string(
+            "ringlm speed figures 1\ncpu_model=X\nthreads=1\nmatmul_gflops=3\nread_gbps=-2\n"),
+        std::string(
+            "ringlm speed figures 1\nthreads=1\ncpu_model=X\nmatmul_gflops=3\nread_gbps=2\n"),
+        std::string(5000, 'x')}) {
+    std::ofstream(path, std::ios::trunc) << text;
+    EXPECT_EQ(LoadSpeedFigures(path, "X", 1), std::nullopt) << text.substr(0, 80);
+  }
+  std::ofstream(path, std::ios::trunc) << good;
+  EXPECT_EQ(LoadSpeedFigures(path, "X", 1), (SpeedFigures{3, 2}));
+  std::remove(path.c_str());
+}
+
+TEST(ProbeDeviceTest, MeasuresOnceThenKeepsTheFiguresInTheCacheFile) {
+  const std::string path = ::testing::TempDir() + "/speed_cache_probe";
+  std::remove(path.c_str());
+  ProbeOptions options;
+  options.speed_budget = absl::Milliseconds(20);
+  options.speed_cache_path = path;
+  SpeedSource source = SpeedSource::kNotMeasured;
+  const auto first = ProbeDevice(options, &source);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(source, SpeedSource::kMeasured);
+  const auto second = ProbeDevice(options, &source);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(source, SpeedSource::kCached);
+  EXPECT_EQ(second->matmul_gflops, first->matmul_gflops);
+  EXPECT_EQ(second->read_gbps, first->read_gbps);
+  options.threads = first->threads + 1;  // another thread count: measured again
+  ASSERT_TRUE(ProbeDevice(options, &source).ok());
+  EXPECT_EQ(source, SpeedSource::kMeasured);
+  std::remove(path.c_str());
 }
 
 }  // namespace
