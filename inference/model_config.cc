@@ -13,6 +13,7 @@ constexpr uint64_t kMaxLayers = 4096;
 constexpr uint64_t kMaxDim = 1u << 20;
 constexpr uint64_t kMaxHeads = 4096;
 constexpr uint64_t kMaxVocab = 1u << 22;
+constexpr uint64_t kMaxExperts = 256;  // llama.cpp's LLAMA_MAX_EXPERTS
 
 absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key, uint64_t max) {
   absl::StatusOr<uint64_t> v = file.GetUint(key);
@@ -22,6 +23,27 @@ absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key
         absl::StrCat("key '", key, "' = ", *v, " is outside [1, ", max, "]"));
   }
   return static_cast<uint32_t>(*v);
+}
+
+// The expert keys, when present. A count of 0 (or no key) means dense.
+absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const std::string count_key = p + "expert_count";
+  if (file.Find(count_key) == nullptr) return absl::OkStatus();
+  RINGLM_ASSIGN_OR_RETURN(const uint64_t n_expert, file.GetUint(count_key));
+  if (n_expert == 0) return absl::OkStatus();
+  if (n_expert > kMaxExperts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key '", count_key, "' = ", n_expert, " is outside [0, ", kMaxExperts, "]"));
+  }
+  if (c.architecture != "llama") {
+    return absl::UnimplementedError(
+        absl::StrCat("experts on architecture '", c.architecture, "' are not supported yet"));
+  }
+  c.n_expert = static_cast<uint32_t>(n_expert);
+  RINGLM_ASSIGN_OR_RETURN(c.n_expert_used, GetBounded(file, p + "expert_used_count", c.n_expert));
+  c.n_ff_exp = c.n_ff;
+  c.expert_weights_norm = true;  // Mixtral
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -91,6 +113,7 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
       return absl::InvalidArgumentError("attention.layer_norm_rms_epsilon must be in (0, 1)");
     }
   }
+  RINGLM_RETURN_IF_ERROR(ReadExperts(file, p, c));
   // The vocabulary size is the embedding's row count; the tokenizer checks
   // that its own list agrees.
   absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");

@@ -29,12 +29,21 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   RopeStyle rope_style = RopeStyle::kNormal;
   bool has_qkv_bias = false;  // qwen2
+  // Mixture of experts ({arch}.expert_count > 0): every layer's feed-forward
+  // is n_expert experts of width n_ff_exp, n_expert_used of them per token,
+  // chosen by a softmax router (llama.cpp's llm_build_moe_ffn).
+  uint32_t n_expert = 0;             // {arch}.expert_count; 0 for a dense model
+  uint32_t n_expert_used = 0;        // {arch}.expert_used_count
+  uint32_t n_ff_exp = 0;             // an expert's width: n_ff on llama (Mixtral)
+  bool expert_weights_norm = false;  // the chosen weights are rescaled to sum 1
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+  bool is_moe() const { return n_expert > 0; }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2; NotFound for a missing key; InvalidArgument for
-  // values that contradict each other (e.g. heads that do not divide n_embd).
+  // other than llama/qwen2 (or experts on qwen2); NotFound for a missing key;
+  // InvalidArgument, naming the key, for values that contradict each other
+  // (heads that do not divide n_embd, more experts used than exist, ...).
   static absl::StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "inference/moe_ffn.h"
 #include "inference/ops/activations.h"
 #include "inference/ops/attention.h"
 #include "inference/ops/fp16.h"
@@ -192,8 +193,9 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
   std::vector<float> v(n * kv_dim);     // [n x n_head_kv*head_dim]
   std::vector<float> attn(n * q_dim);   // attention output per head [n x n_head*head_dim]
   std::vector<float> proj(n * n_embd);  // a projection back to [n x n_embd]
-  std::vector<float> gate(n * c.n_ff);  // [n x n_ff]
-  std::vector<float> up(n * c.n_ff);    // [n x n_ff]
+  const int64_t n_ff_dense = c.is_moe() ? 0 : c.n_ff;  // MoE layers keep their own buffers
+  std::vector<float> gate(n * n_ff_dense);             // [n x n_ff]
+  std::vector<float> up(n * n_ff_dense);               // [n x n_ff]
 
   const LayerRange range = weights_.range();
   for (uint32_t il = range.first; il < range.last; ++il) {
@@ -228,18 +230,22 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     Attention(layout, cache_layer, q.data(), attn.data());
     Project(w.wo, attn.data(), n, proj.data(), pool_);
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
-    // FFN norm, SwiGLU feed-forward, residual.
+    // FFN norm, SwiGLU feed-forward (or a mixture of SwiGLU experts), residual.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(&x[t * n_embd], w.ffn_norm, &cur[t * n_embd], n_embd, c.rms_eps);
     }
-    Project(w.gate, cur.data(), n, gate.data(), pool_);
-    Project(w.up, cur.data(), n, up.data(), pool_);
-    // Row by row, as ggml does: the SIMD groups and the scalar tail then fall
-    // on the same elements of a position however many positions are stacked.
-    for (int64_t t = 0; t < n; ++t) {
-      SwiGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+    if (c.is_moe()) {
+      MoeFeedForward(c, w.moe, cur.data(), n, proj.data(), pool_);
+    } else {
+      Project(w.gate, cur.data(), n, gate.data(), pool_);
+      Project(w.up, cur.data(), n, up.data(), pool_);
+      // Row by row, as ggml does: the SIMD groups and the scalar tail then fall
+      // on the same elements of a position however many positions are stacked.
+      for (int64_t t = 0; t < n; ++t) {
+        SwiGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+      }
+      Project(w.down, gate.data(), n, proj.data(), pool_);
     }
-    Project(w.down, gate.data(), n, proj.data(), pool_);
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
   }
   for (const StageBatchItem& it : items) {

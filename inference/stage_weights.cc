@@ -32,13 +32,20 @@ class Viewer {
 
   absl::StatusOr<WeightMatrix> Matrix(const std::string& name, uint64_t cols, uint64_t rows) {
     RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, RequireShape(file_, name, {cols, rows}));
-    if (!IsComputeSupported(t->type)) {
-      return absl::UnimplementedError(absl::StrCat("tensor '", name, "' has type ",
-                                                   std::string(TraitsOf(t->type).name),
-                                                   ", which the kernels do not support yet"));
-    }
+    RINGLM_RETURN_IF_ERROR(CheckComputeType(name, t->type));
     Use(t);
     return WeightMatrix{t->type, static_cast<int64_t>(rows), static_cast<int64_t>(cols), t->data};
+  }
+
+  // A 3-D expert tensor [cols, rows, n_expert].
+  absl::StatusOr<ExpertMatrices> Experts(const std::string& name, uint64_t cols, uint64_t rows,
+                                         uint64_t n_expert) {
+    RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t,
+                            RequireShape(file_, name, {cols, rows, n_expert}));
+    RINGLM_RETURN_IF_ERROR(CheckComputeType(name, t->type));
+    Use(t);
+    return ExpertMatrices{t->type, static_cast<int64_t>(n_expert), static_cast<int64_t>(rows),
+                          static_cast<int64_t>(cols), t->data};
   }
 
   absl::StatusOr<const float*> Vector(const std::string& name, uint64_t n) {
@@ -55,6 +62,13 @@ class Viewer {
   }
 
  private:
+  static absl::Status CheckComputeType(const std::string& name, TensorType type) {
+    if (IsComputeSupported(type)) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat("tensor '", name, "' has type ",
+                                                 std::string(TraitsOf(type).name),
+                                                 ", which the kernels do not support yet"));
+  }
+
   void Use(const GgufTensorInfo* t) {
     for (const GgufTensorInfo* u : used_) {
       if (u == t) return;
@@ -75,7 +89,33 @@ std::string BiasName(uint32_t layer, const char* tensor) {
   return absl::StrCat("blk.", layer, ".", tensor, ".bias");
 }
 
+// The feed-forward of block i: SwiGLU, or a mixture of SwiGLU experts.
+absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  if (!c.is_moe()) {
+    RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
+    RINGLM_ASSIGN_OR_RETURN(l.up, view.Matrix(BlockName(i, "ffn_up"), c.n_embd, c.n_ff));
+    RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
+    return absl::OkStatus();
+  }
+  MoeWeights& m = l.moe;
+  RINGLM_ASSIGN_OR_RETURN(m.router,
+                          view.Matrix(BlockName(i, "ffn_gate_inp"), c.n_embd, c.n_expert));
+  RINGLM_ASSIGN_OR_RETURN(
+      m.gate, view.Experts(BlockName(i, "ffn_gate_exps"), c.n_embd, c.n_ff_exp, c.n_expert));
+  RINGLM_ASSIGN_OR_RETURN(
+      m.up, view.Experts(BlockName(i, "ffn_up_exps"), c.n_embd, c.n_ff_exp, c.n_expert));
+  RINGLM_ASSIGN_OR_RETURN(
+      m.down, view.Experts(BlockName(i, "ffn_down_exps"), c.n_ff_exp, c.n_embd, c.n_expert));
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+WeightMatrix ExpertMatrices::Expert(int64_t e) const {
+  const TensorTypeTraits traits = TraitsOf(type);
+  const int64_t row_bytes = cols / traits.block_size * traits.block_bytes;
+  return WeightMatrix{type, rows, cols, static_cast<const uint8_t*>(data) + e * rows * row_bytes};
+}
 
 absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const ModelConfig& c,
                                                 LayerRange range) {
@@ -106,9 +146,7 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
     }
     RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"), q_dim, c.n_embd));
     RINGLM_ASSIGN_OR_RETURN(l.ffn_norm, view.Vector(BlockName(i, "ffn_norm"), c.n_embd));
-    RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
-    RINGLM_ASSIGN_OR_RETURN(l.up, view.Matrix(BlockName(i, "ffn_up"), c.n_embd, c.n_ff));
-    RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
+    RINGLM_RETURN_IF_ERROR(LoadFeedForward(view, c, i, l));
     w.layers_.push_back(l);
   }
   if (w.is_last_) {

@@ -22,6 +22,28 @@ struct WeightMatrix {
   const void* data = nullptr;
 };
 
+// A 3-D expert weight: n_expert matrices of `rows` x `cols`, stored one
+// after another (GGUF dims [cols, rows, n_expert]), so expert e's matrix is a
+// contiguous block of rows.
+struct ExpertMatrices {
+  TensorType type = TensorType::kF32;
+  int64_t n_expert = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+
+  // Expert e's matrix. Precondition: 0 <= e < n_expert.
+  WeightMatrix Expert(int64_t e) const;
+};
+
+// The mixture-of-experts feed-forward of a block (ModelConfig::is_moe()).
+struct MoeWeights {
+  WeightMatrix router;  // ffn_gate_inp: [n_embd -> n_expert]
+  ExpertMatrices gate;  // ffn_gate_exps: n_expert x [n_embd -> n_ff_exp]
+  ExpertMatrices up;    // ffn_up_exps: n_expert x [n_embd -> n_ff_exp]
+  ExpertMatrices down;  // ffn_down_exps: n_expert x [n_ff_exp -> n_embd]
+};
+
 // One transformer block. Norm weights and biases are f32 vectors.
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [n_embd]
@@ -33,9 +55,10 @@ struct LayerWeights {
   const float* bv = nullptr;         // qwen2 only, [n_head_kv * head_dim]
   WeightMatrix wo;                   // [n_head * head_dim -> n_embd]
   const float* ffn_norm = nullptr;   // [n_embd]
-  WeightMatrix gate;                 // [n_embd -> n_ff]
-  WeightMatrix up;                   // [n_embd -> n_ff]
-  WeightMatrix down;                 // [n_ff -> n_embd]
+  WeightMatrix gate;                 // [n_embd -> n_ff]; dense models only
+  WeightMatrix up;                   // [n_embd -> n_ff]; dense models only
+  WeightMatrix down;                 // [n_ff -> n_embd]; dense models only
+  MoeWeights moe;                    // MoE models only
 };
 
 // Half-open layer range [first, last) of a model with n_layer layers.

@@ -1,0 +1,120 @@
+#include "inference/moe_ffn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "inference/ops/activations.h"
+#include "inference/ops/matmul.h"
+
+namespace ringlm {
+namespace {
+
+// ggml_soft_max of one row without mask or scale, as its AVX2 build runs it:
+// groups of 8 exps summed by halving ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7))
+// and added in double, the rest with libm expf one by one, then every
+// probability times the float of 1/sum. (SoftmaxInPlace is attention's
+// variant, whose rows have no libm tail.)
+void RouterSoftmax(float* x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+  double sum = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float v[8];
+    for (int l = 0; l < 8; ++l) x[i + l] = v[l] = ExpGgmlVector(x[i + l] - max);
+    const float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
+    sum += static_cast<double>((a0 + a2) + (a1 + a3));
+  }
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(x[i]);
+  }
+  const float scale = static_cast<float>(1.0 / sum);
+  for (int64_t k = 0; k < n; ++k) x[k] *= scale;
+}
+
+}  // namespace
+
+ExpertChoice RouteToken(const ModelConfig& c, const float* logits) {
+  std::vector<float> probs(logits, logits + c.n_expert);  // [n_expert]
+  RouterSoftmax(probs.data(), c.n_expert);
+  // ggml_argsort (descending) is an exchange sort: position j takes, in turn,
+  // every later index whose probability is strictly greater. Position j is
+  // final after its pass, so n_expert_used passes give the top k.
+  std::vector<int32_t> order(c.n_expert);
+  std::iota(order.begin(), order.end(), 0);
+  for (uint32_t j = 0; j < c.n_expert_used; ++j) {
+    for (uint32_t k = j + 1; k < c.n_expert; ++k) {
+      if (probs[order[j]] < probs[order[k]]) std::swap(order[j], order[k]);
+    }
+  }
+  ExpertChoice choice;
+  choice.experts.assign(order.begin(), order.begin() + c.n_expert_used);
+  for (int32_t e : choice.experts) choice.weights.push_back(probs[e]);
+  if (c.expert_weights_norm) {
+    double sum = 0;  // ggml_sum_rows: double, stored as float
+    for (float w : choice.weights) sum += static_cast<double>(w);
+    const float total = static_cast<float>(sum);
+    for (float& w : choice.weights) w /= total;
+  }
+  return choice;
+}
+
+void MoeFeedForward(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t n,
+                    float* out, ThreadPool* pool) {
+  const int64_t n_embd = c.n_embd;
+  const int64_t n_ff = c.n_ff_exp;
+  const int64_t k = c.n_expert_used;
+  // Router logits [n x n_expert], then each token's choice.
+  std::vector<float> logits(n * c.n_expert);
+  MatMul(w.router.type, w.router.data, w.router.rows, w.router.cols, x, n, logits.data(), pool);
+  std::vector<ExpertChoice> choices(n);
+  std::vector<std::vector<int64_t>> slots(c.n_expert);  // per expert: t * k + slot, t ascending
+  for (int64_t t = 0; t < n; ++t) {
+    choices[t] = RouteToken(c, &logits[t * c.n_expert]);
+    for (int64_t s = 0; s < k; ++s) slots[choices[t].experts[s]].push_back(t * k + s);
+  }
+  // Each chosen expert once, over the rows of the tokens that chose it.
+  std::vector<float> weighted(n * k * n_embd);  // [n x k x n_embd]: weight * expert output
+  std::vector<float> xs, gate, up, down;
+  for (uint32_t e = 0; e < c.n_expert; ++e) {
+    const std::vector<int64_t>& mine = slots[e];
+    if (mine.empty()) continue;
+    const int64_t m = static_cast<int64_t>(mine.size());
+    xs.resize(m * n_embd);    // the gathered inputs [m x n_embd]
+    gate.resize(m * n_ff);    // [m x n_ff_exp]
+    up.resize(m * n_ff);      // [m x n_ff_exp]
+    down.resize(m * n_embd);  // [m x n_embd]
+    for (int64_t i = 0; i < m; ++i) {
+      const float* row = x + (mine[i] / k) * n_embd;
+      std::copy(row, row + n_embd, &xs[i * n_embd]);
+    }
+    const WeightMatrix wg = w.gate.Expert(e);
+    const WeightMatrix wu = w.up.Expert(e);
+    const WeightMatrix wd = w.down.Expert(e);
+    MatMul(wg.type, wg.data, wg.rows, wg.cols, xs.data(), m, gate.data(), pool);
+    MatMul(wu.type, wu.data, wu.rows, wu.cols, xs.data(), m, up.data(), pool);
+    // Row by row, as ggml's silu and mul run over rows of n_ff_exp.
+    for (int64_t i = 0; i < m; ++i) SwiGlu(&gate[i * n_ff], &up[i * n_ff], &gate[i * n_ff], n_ff);
+    MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), m, down.data(), pool);
+    // Scatter back, scaled by the token's weight for this expert.
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t t = mine[i] / k;
+      const float weight = choices[t].weights[mine[i] % k];
+      float* dst = &weighted[mine[i] * n_embd];
+      for (int64_t j = 0; j < n_embd; ++j) dst[j] = down[i * n_embd + j] * weight;
+    }
+  }
+  // Sum each token's experts in slot order: ((e0 + e1) + e2) + ...
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * n_embd;
+    std::copy(&weighted[t * k * n_embd], &weighted[(t * k + 1) * n_embd], o);
+    for (int64_t s = 1; s < k; ++s) {
+      const float* e = &weighted[(t * k + s) * n_embd];
+      for (int64_t j = 0; j < n_embd; ++j) o[j] += e[j];
+    }
+  }
+}
+
+}  // namespace ringlm

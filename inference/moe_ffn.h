@@ -1,0 +1,46 @@
+// The mixture-of-experts feed-forward block, with the numerics of llama.cpp
+// build 4748's llm_build_moe_ffn on its CPU backend.
+#ifndef RINGLM_INFERENCE_MOE_FFN_H_
+#define RINGLM_INFERENCE_MOE_FFN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "inference/model_config.h"
+#include "inference/ops/thread_pool.h"
+#include "inference/stage_weights.h"
+
+namespace ringlm {
+
+// The experts one token chose and their weights, best first.
+struct ExpertChoice {
+  std::vector<int32_t> experts;  // [n_expert_used]
+  std::vector<float> weights;    // [n_expert_used]
+};
+
+// Routes one token from its router logits [n_expert], as llama.cpp does:
+//   - softmax over the logits (ggml_soft_max: ggml's vector exp for groups of
+//     8, libm expf for the rest, the sum in double, then one float scale);
+//   - the n_expert_used largest probabilities, in the order of ggml_argsort's
+//     descending exchange sort (ties keep the lower index first);
+//   - when config.expert_weights_norm, each chosen probability divided by
+//     their float sum (added in double, as ggml_sum_rows).
+// Precondition: config.is_moe(). Pure, thread-safe.
+ExpertChoice RouteToken(const ModelConfig& config, const float* logits);
+
+// out[t] = sum over token t's chosen experts of weight * down(SwiGLU(gate,
+// up)), for the n normed inputs `x` [n x n_embd]; out is [n x n_embd]. The
+// experts' outputs are added in the order RouteToken returns them, as
+// llama.cpp's aggregation does. Tokens are grouped by expert: each chosen
+// expert's three matrices are read once for all the tokens that chose it
+// (one MatMul over their gathered rows), and experts no token chose are not
+// read at all. A token's result is bit-identical whatever else is in the
+// batch, since every kernel's per-row arithmetic ignores the other rows.
+// Precondition: config.is_moe(); `w` is a layer of a model with `config`;
+// out does not overlap x. Same pool rules as MatMul.
+void MoeFeedForward(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n,
+                    float* out, ThreadPool* pool);
+
+}  // namespace ringlm
+
+#endif  // RINGLM_INFERENCE_MOE_FFN_H_
