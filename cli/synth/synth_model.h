@@ -39,11 +39,20 @@ struct SynthPreset {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_output = false;  // no output.weight: the head reuses token_embd
+  // Mixtral-style experts when n_expert > 0: every layer's feed-forward is
+  // n_expert SwiGLU experts of width n_ff (3-D ffn_{gate,up,down}_exps and an
+  // f32 router ffn_gate_inp), n_expert_used of them per token.
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  // The standard deviation of every matrix's random values. Larger values
+  // make greedy decoding wander instead of repeating one token.
+  float weight_stddev = 0.02f;
 };
 
-// The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b, and
-// micro (64 dims, 1 layer, tied head: a real vocabulary's random model that
-// stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145 pieces).
+// The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
+// moe-tiny (tiny's attention, 8 experts, 2 used), and micro (64 dims, 1 layer, tied head: a real
+// vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145
+// pieces).
 const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
@@ -122,7 +131,7 @@ absl::StatusOr<SynthPlan> PlanSynthModel(const SynthOptions& options);
 using SynthProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Writes the model to `path` (via `path.tmp.<pid>`, renamed when complete).
-// Weights are N(0, 0.02)-like (a scaled sum of four uniforms, so bounded at
+// Weights are N(0, preset.weight_stddev)-like (a scaled sum of four uniforms, so bounded at
 // 3.5 sigma), norms 1.0: activations stay in the range of a trained net.
 // Every row's values derive from (seed, tensor, row) alone, so the bytes do
 // not depend on the thread count. Tensors are generated and written a few

@@ -11,7 +11,6 @@
 namespace ringlm {
 namespace {
 
-constexpr float kWeightStddev = 0.02f;
 constexpr uint32_t kQkK = 256;  // K-quant super-block size
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and
@@ -84,6 +83,10 @@ const std::vector<SynthPreset>& SynthPresets() {
       // stories260K's widths, 48 layers deep: rings of many stages (a
       // 24-node recovery test) at almost no compute.
       {"stories-48", 64, 48, 8, 4, 192, 512, 1024, 10000.0f, 1e-5f, false},
+      // Mixtral's layout scaled down: 8 experts of width 512, 2 used per token,
+      // weights wide enough that greedy ids wander. Untested against
+      // llama-quantize for q4_k (its mix has rules of its own for 8 experts).
+      {"moe-tiny", 256, 4, 8, 4, 512, 2048, 512, 10000.0f, 1e-5f, false, 8, 2, 0.05f},
   };
   return *presets;
 }
@@ -173,10 +176,12 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   }
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
-      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab) {
+      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab ||
+      (p.n_expert > 0 && (p.n_expert_used == 0 || p.n_expert_used > p.n_expert))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
-        "an even head size, non-zero sizes and n_vocab >= ", min_vocab));
+        "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
+        "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -185,7 +190,14 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   const uint64_t n_embd_kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv;
   auto matrix = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
     plan.tensors.push_back(SynthTensor{
-        std::move(name), {ne0, ne1}, ChooseType(base, role, layer, n_layer, ne0), kWeightStddev});
+        std::move(name), {ne0, ne1}, ChooseType(base, role, layer, n_layer, ne0), p.weight_stddev});
+  };
+  // A 3-D expert tensor: n_expert matrices [ne0, ne1], typed like a matrix.
+  auto experts = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
+    plan.tensors.push_back(SynthTensor{std::move(name),
+                                       {ne0, ne1, p.n_expert},
+                                       ChooseType(base, role, layer, n_layer, ne0),
+                                       p.weight_stddev});
   };
   auto norm = [&](std::string name) {
     plan.tensors.push_back(SynthTensor{std::move(name), {p.n_embd}, TensorType::kF32, 0.0f});
@@ -201,6 +213,16 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     matrix(b + "attn_v.weight", p.n_embd, n_embd_kv, Role::kAttnV, i);
     matrix(b + "attn_output.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
     norm(b + "ffn_norm.weight");
+    if (p.n_expert > 0) {
+      // The router stays f32 (convert_hf_to_gguf writes it so, and
+      // llama-quantize never quantizes ffn_gate_inp).
+      plan.tensors.push_back(SynthTensor{
+          b + "ffn_gate_inp.weight", {p.n_embd, p.n_expert}, TensorType::kF32, p.weight_stddev});
+      experts(b + "ffn_gate_exps.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+      experts(b + "ffn_up_exps.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+      experts(b + "ffn_down_exps.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+      continue;
+    }
     matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
     matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
     matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);

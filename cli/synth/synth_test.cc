@@ -150,6 +150,29 @@ TEST(SynthPlanTest, RowsThatBlocksDoNotDivideFallBack) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SynthPlanTest, MoeTinyHasMixtralsExpertTensors) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("moe-tiny");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->n_expert, 8u);
+  EXPECT_EQ(p->n_expert_used, 2u);
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kQ8_0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.ffn_gate.weight"), nullptr);
+  const SynthTensor* router = FindIn(*plan, "blk.3.ffn_gate_inp.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->dims, (std::vector<uint64_t>{256, 8}));
+  EXPECT_EQ(router->type, TensorType::kF32);  // llama-quantize leaves routers alone
+  const SynthTensor* down = FindIn(*plan, "blk.3.ffn_down_exps.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->dims, (std::vector<uint64_t>{512, 256, 8}));
+  EXPECT_EQ(down->type, TensorType::kQ8_0);
+  EXPECT_EQ(FindIn(*plan, "blk.3.ffn_up_exps.weight")->dims, (std::vector<uint64_t>{256, 512, 8}));
+  SynthPreset bad = *p;
+  bad.n_expert_used = 9;
+  EXPECT_EQ(PlanSynthModel(bad, TensorType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SynthVocabularyTest, ExactSizeUniquePiecesAndItTokenizes) {
   for (uint32_t n : {2048u, 32000u, 128256u}) {
     Vocabulary v = SynthVocabulary(n);

@@ -122,6 +122,10 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
   w.SetUint32("llama.feed_forward_length", p.n_ff);
   w.SetUint32("llama.attention.head_count", p.n_head);
   w.SetUint32("llama.attention.head_count_kv", p.n_head_kv);
+  if (p.n_expert > 0) {
+    w.SetUint32("llama.expert_count", p.n_expert);
+    w.SetUint32("llama.expert_used_count", p.n_expert_used);
+  }
   w.SetFloat32("llama.rope.freq_base", p.rope_freq_base);
   w.SetFloat32("llama.attention.layer_norm_rms_epsilon", p.rms_eps);
   w.SetUint32("general.file_type", LlamaFileType(plan.base_type));

@@ -1,0 +1,126 @@
+// The engine on a synthetic Mixtral-style model (moe-tiny: 8 experts, 2 used
+// per token): a split over stages, a batch of sessions, a chunked prefill
+// and another thread count all give the bits of one whole-model pass.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/synth/synth_model.h"
+#include "gtest/gtest.h"
+#include "inference/model.h"
+#include "inference/stage_engine.h"
+
+namespace ringlm {
+namespace {
+
+const std::vector<int32_t> kPrompt = {1, 318, 271, 519, 1476, 1161, 264, 262, 847, 261, 900, 77};
+
+class MoeEngineTest : public testing::TestWithParam<TensorType> {
+ protected:
+  void SetUp() override {
+    path_ = testing::TempDir() + "/moe_engine_test_" + std::to_string(::getpid()) + "_" +
+            std::string(TraitsOf(GetParam()).name) + ".gguf";
+    SynthOptions options;
+    options.preset = "moe-tiny";
+    options.type = GetParam();
+    options.seed = 3;
+    options.threads = 2;
+    ASSERT_TRUE(WriteSynthModel(options, path_).ok());
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::unique_ptr<Model> Load(std::optional<LayerRange> layers) {
+    ModelOptions options;
+    options.layers = layers;
+    options.context_size = 128;
+    absl::StatusOr<std::unique_ptr<Model>> m = Model::Load(path_, options);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+
+  std::string path_;
+};
+
+TEST_P(MoeEngineTest, EverySplitEqualsTheWholeModelBitForBit) {
+  ThreadPool pool(2);
+  std::unique_ptr<Model> whole = Load(std::nullopt);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_TRUE(whole->config().is_moe());
+  StageEngine engine(whole->config(), whole->weights(), &pool);
+  KvCache cache = engine.NewCache(128);
+  std::vector<float> expected;
+  ASSERT_TRUE(engine.Forward(cache, {kPrompt, {}}, LogitsMode::kAllPositions, &expected).ok());
+  const uint32_t n_layer = whole->config().n_layer;
+  for (uint32_t k = 1; k < n_layer; ++k) {
+    SCOPED_TRACE("split at layer " + std::to_string(k));
+    std::unique_ptr<Model> head = Load(LayerRange{0, k});
+    std::unique_ptr<Model> tail = Load(LayerRange{k, n_layer});
+    ASSERT_NE(head, nullptr);
+    ASSERT_NE(tail, nullptr);
+    StageEngine first(head->config(), head->weights(), &pool);
+    StageEngine second(tail->config(), tail->weights(), &pool);
+    KvCache c1 = first.NewCache(128);
+    KvCache c2 = second.NewCache(128);
+    std::vector<float> hidden, logits;
+    ASSERT_TRUE(first.Forward(c1, {kPrompt, {}}, LogitsMode::kAllPositions, &hidden).ok());
+    ASSERT_TRUE(second.Forward(c2, {kPrompt, hidden}, LogitsMode::kAllPositions, &logits).ok());
+    EXPECT_EQ(logits, expected);
+  }
+}
+
+TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
+  std::unique_ptr<Model> m = Load(std::nullopt);
+  ASSERT_NE(m, nullptr);
+  ThreadPool two(2);
+  ThreadPool one(1);
+  StageEngine engine(m->config(), m->weights(), &two);
+  StageEngine single(m->config(), m->weights(), &one);
+  // The whole prompt at once, all positions.
+  KvCache whole = engine.NewCache(128);
+  std::vector<float> expected;
+  ASSERT_TRUE(engine.Forward(whole, {kPrompt, {}}, LogitsMode::kAllPositions, &expected).ok());
+  const size_t n_vocab = m->config().n_vocab;
+  auto rows = [&](size_t first, size_t count) {
+    return std::vector<float>(expected.begin() + first * n_vocab,
+                              expected.begin() + (first + count) * n_vocab);
+  };
+  // One thread; then chunks of 5, 1 and 6 positions.
+  KvCache solo = single.NewCache(128);
+  std::vector<float> out;
+  ASSERT_TRUE(single.Forward(solo, {kPrompt, {}}, LogitsMode::kAllPositions, &out).ok());
+  EXPECT_EQ(out, expected);
+  KvCache chunked = engine.NewCache(128);
+  const std::span<const int32_t> prompt(kPrompt);
+  size_t done = 0;
+  for (size_t count : {5, 1, 6}) {
+    ASSERT_TRUE(
+        engine.Forward(chunked, {prompt.subspan(done, count), {}}, LogitsMode::kAllPositions, &out)
+            .ok());
+    EXPECT_EQ(out, rows(done, count)) << "chunk at " << done;
+    done += count;
+  }
+  // Three sessions in one batch: a prefill, a decode step after 7
+  // positions, and a chunk after 3; each equals its rows of the whole pass.
+  KvCache a = engine.NewCache(128), b = engine.NewCache(128), c = engine.NewCache(128);
+  ASSERT_TRUE(engine.Forward(b, {prompt.first(7), {}}, LogitsMode::kLastPosition, &out).ok());
+  ASSERT_TRUE(engine.Forward(c, {prompt.first(3), {}}, LogitsMode::kLastPosition, &out).ok());
+  std::vector<float> out_a, out_b, out_c;
+  const std::vector<StageBatchItem> items = {{&a, {prompt, {}}, &out_a},
+                                             {&b, {prompt.subspan(7, 1), {}}, &out_b},
+                                             {&c, {prompt.subspan(3, 6), {}}, &out_c}};
+  ASSERT_TRUE(engine.ForwardBatch(items, LogitsMode::kAllPositions).ok());
+  EXPECT_EQ(out_a, expected);
+  EXPECT_EQ(out_b, rows(7, 1));
+  EXPECT_EQ(out_c, rows(3, 6));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, MoeEngineTest, testing::Values(TensorType::kQ8_0, TensorType::kF16),
+                         [](const testing::TestParamInfo<TensorType>& info) {
+                           return std::string(TraitsOf(info.param).name);
+                         });
+
+}  // namespace
+}  // namespace ringlm
