@@ -25,24 +25,43 @@ absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key
   return static_cast<uint32_t>(*v);
 }
 
-// The expert keys, when present. A count of 0 (or no key) means dense.
+// The expert keys: optional on llama (Mixtral when the count is above 0),
+// required on qwen2moe. Defaults as llama.cpp's loader.
 absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const bool required = c.architecture == "qwen2moe";
   const std::string count_key = p + "expert_count";
-  if (file.Find(count_key) == nullptr) return absl::OkStatus();
-  RINGLM_ASSIGN_OR_RETURN(const uint64_t n_expert, file.GetUint(count_key));
-  if (n_expert == 0) return absl::OkStatus();
-  if (n_expert > kMaxExperts) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("key '", count_key, "' = ", n_expert, " is outside [0, ", kMaxExperts, "]"));
+  if (!required) {
+    if (file.Find(count_key) == nullptr) return absl::OkStatus();
+    RINGLM_ASSIGN_OR_RETURN(const uint64_t n, file.GetUint(count_key));
+    if (n == 0) return absl::OkStatus();
+    if (c.architecture != "llama") {
+      return absl::UnimplementedError(
+          absl::StrCat("experts on architecture '", c.architecture, "' are not supported yet"));
+    }
   }
-  if (c.architecture != "llama") {
-    return absl::UnimplementedError(
-        absl::StrCat("experts on architecture '", c.architecture, "' are not supported yet"));
-  }
-  c.n_expert = static_cast<uint32_t>(n_expert);
+  RINGLM_ASSIGN_OR_RETURN(c.n_expert, GetBounded(file, count_key, kMaxExperts));
   RINGLM_ASSIGN_OR_RETURN(c.n_expert_used, GetBounded(file, p + "expert_used_count", c.n_expert));
-  c.n_ff_exp = c.n_ff;
-  c.expert_weights_norm = true;  // Mixtral
+  if (!required) {  // Mixtral: experts as wide as feed_forward_length, weights renormalised
+    c.n_ff_exp = c.n_ff;
+    c.expert_weights_norm = true;
+    return absl::OkStatus();
+  }
+  // Qwen MoE: raw softmax weights, plus a shared expert behind a sigmoid gate.
+  c.n_ff_exp = c.n_ff / c.n_expert_used;
+  if (file.Find(p + "expert_feed_forward_length") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_ff_exp,
+                            GetBounded(file, p + "expert_feed_forward_length", kMaxDim));
+  }
+  if (c.n_ff_exp == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(p, "feed_forward_length / ", p,
+                                                   "expert_used_count is 0 and no ", p,
+                                                   "expert_feed_forward_length is given"));
+  }
+  c.n_ff_shexp = c.n_ff;
+  if (file.Find(p + "expert_shared_feed_forward_length") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_ff_shexp,
+                            GetBounded(file, p + "expert_shared_feed_forward_length", kMaxDim));
+  }
   return absl::OkStatus();
 }
 
@@ -55,12 +74,12 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   c.architecture = *arch;
   if (c.architecture == "llama") {
     c.rope_style = RopeStyle::kNormal;
-  } else if (c.architecture == "qwen2") {
+  } else if (c.architecture == "qwen2" || c.architecture == "qwen2moe") {
     c.rope_style = RopeStyle::kNeox;
     c.has_qkv_bias = true;
   } else {
-    return absl::UnimplementedError(
-        absl::StrCat("unsupported architecture '", c.architecture, "' (supported: llama, qwen2)"));
+    return absl::UnimplementedError(absl::StrCat("unsupported architecture '", c.architecture,
+                                                 "' (supported: llama, qwen2, qwen2moe)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;

@@ -14,7 +14,7 @@ namespace ringlm {
 // Everything the forward pass needs to know about the model's shape. Plain
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
-  std::string architecture;  // "llama" or "qwen2"
+  std::string architecture;  // "llama", "qwen2" or "qwen2moe"
   std::string name;          // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
@@ -28,22 +28,25 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   RopeStyle rope_style = RopeStyle::kNormal;
-  bool has_qkv_bias = false;  // qwen2
+  bool has_qkv_bias = false;  // qwen2, qwen2moe
   // Mixture of experts ({arch}.expert_count > 0): every layer's feed-forward
   // is n_expert experts of width n_ff_exp, n_expert_used of them per token,
-  // chosen by a softmax router (llama.cpp's llm_build_moe_ffn).
+  // chosen by a softmax router (llama.cpp's llm_build_moe_ffn), plus on
+  // qwen2moe a shared expert of width n_ff_shexp behind a sigmoid gate.
   uint32_t n_expert = 0;             // {arch}.expert_count; 0 for a dense model
   uint32_t n_expert_used = 0;        // {arch}.expert_used_count
   uint32_t n_ff_exp = 0;             // an expert's width: n_ff on llama (Mixtral)
+  uint32_t n_ff_shexp = 0;           // the shared expert's width; 0: none
   bool expert_weights_norm = false;  // the chosen weights are rescaled to sum 1
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_moe() const { return n_expert > 0; }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2 (or experts on qwen2); NotFound for a missing key;
-  // InvalidArgument, naming the key, for values that contradict each other
-  // (heads that do not divide n_embd, more experts used than exist, ...).
+  // other than llama/qwen2/qwen2moe (or experts on qwen2); NotFound for a
+  // missing key; InvalidArgument, naming the key, for values that contradict
+  // each other (heads that do not divide n_embd, more experts used than
+  // exist, ...).
   static absl::StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -34,7 +34,77 @@ void RouterSoftmax(float* x, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] *= scale;
 }
 
+// ggml_vec_dot_f32 as its AVX2 + FMA build computes it: 4 accumulators of 8
+// lanes over steps of 32 values (lane += w * x, fused), the accumulators
+// reduced (a0 + a2) + (a1 + a3), the 8 lanes by
+// ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)), then the rest added one
+// product at a time (untested: real widths are multiples of 32). MatMul's
+// f32 order is llamafile's (matmul.h), and a last-bit difference in a router
+// logit can change which experts a token takes, so routers (always f32 in
+// llama.cpp's files) use this order.
+float DotF32Ggml(const float* w, const float* x, int64_t n) {
+  float acc[4][8] = {};
+  const int64_t np = n / 32 * 32;
+  for (int64_t i = 0; i < np; i += 32) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 8; ++l) {
+        acc[j][l] = std::fma(w[i + j * 8 + l], x[i + j * 8 + l], acc[j][l]);
+      }
+    }
+  }
+  float v[8];
+  for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+  float sum = (t0 + t1) + (t2 + t3);
+  for (int64_t i = np; i < n; ++i) sum += w[i] * x[i];
+  return sum;
+}
+
+// y[t * rows + r] = row r of the f32 matrix `w` [rows x cols] . x row t, in
+// ggml's order (DotF32Ggml). For the small router and shared-expert gates.
+void RouterMatMul(const float* w, int64_t rows, int64_t cols, const float* x, int64_t n, float* y) {
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      y[t * rows + r] = DotF32Ggml(w + r * cols, x + t * cols, cols);
+    }
+  }
+}
+
+// out += sigmoid(gate) * SwiGLU-FFN(x) per token, the shared expert of
+// qwen2moe. Its gate is a dot with an f32 vector; the sigmoid is computed
+// as c392e50's graph does it, silu(g) / g.
+void AddSharedExpert(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t n,
+                     float* out, ThreadPool* pool) {
+  const int64_t n_embd = c.n_embd;
+  const int64_t n_ff = c.n_ff_shexp;
+  std::vector<float> g(n);              // [n]
+  std::vector<float> gate(n * n_ff);    // [n x n_ff_shexp]
+  std::vector<float> up(n * n_ff);      // [n x n_ff_shexp]
+  std::vector<float> down(n * n_embd);  // [n x n_embd]
+  RouterMatMul(w.shared_gate_inp, 1, n_embd, x, n, g.data());
+  const WeightMatrix& wg = w.shared_gate;
+  const WeightMatrix& wu = w.shared_up;
+  const WeightMatrix& wd = w.shared_down;
+  MatMul(wg.type, wg.data, wg.rows, wg.cols, x, n, gate.data(), pool);
+  MatMul(wu.type, wu.data, wu.rows, wu.cols, x, n, up.data(), pool);
+  for (int64_t t = 0; t < n; ++t) SwiGlu(&gate[t * n_ff], &up[t * n_ff], &gate[t * n_ff], n_ff);
+  MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), n, down.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    const float sigmoid = Silu(g[t]) / g[t];
+    for (int64_t j = 0; j < n_embd; ++j) out[t * n_embd + j] += down[t * n_embd + j] * sigmoid;
+  }
+}
+
 }  // namespace
+
+void RouterLogits(const WeightMatrix& router, const float* x, int64_t n, float* logits,
+                  ThreadPool* pool) {
+  if (router.type == TensorType::kF32) {
+    RouterMatMul(static_cast<const float*>(router.data), router.rows, router.cols, x, n, logits);
+  } else {
+    MatMul(router.type, router.data, router.rows, router.cols, x, n, logits, pool);
+  }
+}
 
 ExpertChoice RouteToken(const ModelConfig& c, const float* logits) {
   std::vector<float> probs(logits, logits + c.n_expert);  // [n_expert]
@@ -68,7 +138,7 @@ void MoeFeedForward(const ModelConfig& c, const MoeWeights& w, const float* x, i
   const int64_t k = c.n_expert_used;
   // Router logits [n x n_expert], then each token's choice.
   std::vector<float> logits(n * c.n_expert);
-  MatMul(w.router.type, w.router.data, w.router.rows, w.router.cols, x, n, logits.data(), pool);
+  RouterLogits(w.router, x, n, logits.data(), pool);
   std::vector<ExpertChoice> choices(n);
   std::vector<std::vector<int64_t>> slots(c.n_expert);  // per expert: t * k + slot, t ascending
   for (int64_t t = 0; t < n; ++t) {
@@ -115,6 +185,7 @@ void MoeFeedForward(const ModelConfig& c, const MoeWeights& w, const float* x, i
       for (int64_t j = 0; j < n_embd; ++j) o[j] += e[j];
     }
   }
+  if (c.n_ff_shexp > 0) AddSharedExpert(c, w, x, n, out, pool);
 }
 
 }  // namespace ringlm

@@ -18,6 +18,14 @@ struct ExpertChoice {
   std::vector<float> weights;    // [n_expert_used]
 };
 
+// logits [n x n_expert] = router . x for n inputs x [n x n_embd]. An f32
+// router (as llama.cpp's converter writes them) follows ggml_vec_dot_f32's
+// AVX2 order, not MatMul's (whose f32 order is llamafile's, see matmul.h):
+// a last-bit difference here can change a token's experts. Other types go
+// through MatMul.
+void RouterLogits(const WeightMatrix& router, const float* x, int64_t n, float* logits,
+                  ThreadPool* pool);
+
 // Routes one token from its router logits [n_expert], as llama.cpp does:
 //   - softmax over the logits (ggml_soft_max: ggml's vector exp for groups of
 //     8, libm expf for the rest, the sum in double, then one float scale);
@@ -36,6 +44,9 @@ ExpertChoice RouteToken(const ModelConfig& config, const float* logits);
 // (one MatMul over their gathered rows), and experts no token chose are not
 // read at all. A token's result is bit-identical whatever else is in the
 // batch, since every kernel's per-row arithmetic ignores the other rows.
+// With a shared expert (config.n_ff_shexp > 0, qwen2moe), every token then
+// adds its SwiGLU output times sigmoid(shared_gate_inp . x), as llama.cpp's
+// qwen2moe graph does.
 // Precondition: config.is_moe(); `w` is a layer of a model with `config`;
 // out does not overlap x. Same pool rules as MatMul.
 void MoeFeedForward(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n,

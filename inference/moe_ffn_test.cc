@@ -144,8 +144,7 @@ TEST(MoeFeedForwardTest, GroupedByExpertEqualsTokenByToken) {
     SCOPED_TRACE(absl::StrCat("token ", t));
     const float* xt = &x[t * kEmbd];
     std::vector<float> logits(kExperts), gate(kFf), up(kFf), down(kEmbd), sum(kEmbd);
-    MatMul(w.router.type, w.router.data, w.router.rows, w.router.cols, xt, 1, logits.data(),
-           nullptr);
+    RouterLogits(w.router, xt, 1, logits.data(), nullptr);
     const ExpertChoice choice = RouteToken(c, logits.data());
     for (uint32_t s = 0; s < kUsed; ++s) {
       const WeightMatrix g = w.gate.Expert(choice.experts[s]);
@@ -180,6 +179,41 @@ TEST(MoeLoadTest, MissingExpertsUsedIsNamed) {
   EXPECT_EQ(m.config.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(m.config.status().message().find("llama.expert_used_count"), std::string::npos)
       << m.config.status();
+}
+
+TEST(MoeLoadTest, Qwen2MoeNeedsExpertsAndReadsItsWidths) {
+  GgufWriter w;
+  w.SetString("general.architecture", "qwen2moe");
+  w.SetUint32("qwen2moe.block_count", 1);
+  w.SetUint32("qwen2moe.context_length", 64);
+  w.SetUint32("qwen2moe.embedding_length", kEmbd);
+  w.SetUint32("qwen2moe.feed_forward_length", 96);
+  w.SetUint32("qwen2moe.attention.head_count", 4);
+  w.SetUint32("qwen2moe.expert_used_count", 2);
+  EXPECT_TRUE(w.AddTensor("token_embd.weight", {kEmbd, kVocab}, TensorType::kF32,
+                          Bytes(Values(kEmbd * kVocab, 1, 0.1f)))
+                  .ok());
+  const Loaded missing = Load(w);
+  EXPECT_EQ(missing.config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.config.status().message().find("qwen2moe.expert_count"), std::string::npos)
+      << missing.config.status();
+  w.SetUint32("qwen2moe.expert_count", 4);
+  absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(w.ToBytes());
+  ASSERT_TRUE(f.ok());
+  absl::StatusOr<ModelConfig> c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->n_ff_exp, 48u);    // llama.cpp's default: n_ff / n_expert_used
+  EXPECT_EQ(c->n_ff_shexp, 96u);  // and n_ff
+  EXPECT_FALSE(c->expert_weights_norm);
+  EXPECT_TRUE(c->has_qkv_bias);
+  w.SetUint32("qwen2moe.expert_feed_forward_length", 64);
+  w.SetUint32("qwen2moe.expert_shared_feed_forward_length", 128);
+  f = GgufFile::FromBytes(w.ToBytes());
+  ASSERT_TRUE(f.ok());
+  c = ModelConfig::FromGguf(**f);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->n_ff_exp, 64u);
+  EXPECT_EQ(c->n_ff_shexp, 128u);
 }
 
 TEST(MoeLoadTest, TooManyExpertsIsNamed) {

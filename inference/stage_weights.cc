@@ -89,7 +89,8 @@ std::string BiasName(uint32_t layer, const char* tensor) {
   return absl::StrCat("blk.", layer, ".", tensor, ".bias");
 }
 
-// The feed-forward of block i: SwiGLU, or a mixture of SwiGLU experts.
+// The feed-forward of block i: SwiGLU, or a mixture of SwiGLU experts (and
+// a shared one).
 absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
   if (!c.is_moe()) {
     RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
@@ -106,6 +107,15 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
       m.up, view.Experts(BlockName(i, "ffn_up_exps"), c.n_embd, c.n_ff_exp, c.n_expert));
   RINGLM_ASSIGN_OR_RETURN(
       m.down, view.Experts(BlockName(i, "ffn_down_exps"), c.n_ff_exp, c.n_embd, c.n_expert));
+  if (c.n_ff_shexp == 0) return absl::OkStatus();
+  RINGLM_ASSIGN_OR_RETURN(m.shared_gate_inp,
+                          view.Vector(BlockName(i, "ffn_gate_inp_shexp"), c.n_embd));
+  RINGLM_ASSIGN_OR_RETURN(m.shared_gate,
+                          view.Matrix(BlockName(i, "ffn_gate_shexp"), c.n_embd, c.n_ff_shexp));
+  RINGLM_ASSIGN_OR_RETURN(m.shared_up,
+                          view.Matrix(BlockName(i, "ffn_up_shexp"), c.n_embd, c.n_ff_shexp));
+  RINGLM_ASSIGN_OR_RETURN(m.shared_down,
+                          view.Matrix(BlockName(i, "ffn_down_shexp"), c.n_ff_shexp, c.n_embd));
   return absl::OkStatus();
 }
 

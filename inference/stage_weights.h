@@ -37,11 +37,16 @@ struct ExpertMatrices {
 };
 
 // The mixture-of-experts feed-forward of a block (ModelConfig::is_moe()).
+// The shared expert is there when ModelConfig::n_ff_shexp > 0 (qwen2moe).
 struct MoeWeights {
-  WeightMatrix router;  // ffn_gate_inp: [n_embd -> n_expert]
-  ExpertMatrices gate;  // ffn_gate_exps: n_expert x [n_embd -> n_ff_exp]
-  ExpertMatrices up;    // ffn_up_exps: n_expert x [n_embd -> n_ff_exp]
-  ExpertMatrices down;  // ffn_down_exps: n_expert x [n_ff_exp -> n_embd]
+  WeightMatrix router;                     // ffn_gate_inp: [n_embd -> n_expert]
+  ExpertMatrices gate;                     // ffn_gate_exps: n_expert x [n_embd -> n_ff_exp]
+  ExpertMatrices up;                       // ffn_up_exps: n_expert x [n_embd -> n_ff_exp]
+  ExpertMatrices down;                     // ffn_down_exps: n_expert x [n_ff_exp -> n_embd]
+  const float* shared_gate_inp = nullptr;  // ffn_gate_inp_shexp: f32 [n_embd]
+  WeightMatrix shared_gate;                // ffn_gate_shexp: [n_embd -> n_ff_shexp]
+  WeightMatrix shared_up;                  // ffn_up_shexp: [n_embd -> n_ff_shexp]
+  WeightMatrix shared_down;                // ffn_down_shexp: [n_ff_shexp -> n_embd]
 };
 
 // One transformer block. Norm weights and biases are f32 vectors.
