@@ -1,6 +1,7 @@
-// The engine on a synthetic Mixtral-style model (moe-tiny: 8 experts, 2 used
-// per token): a split over stages, a batch of sessions, a chunked prefill
-// and another thread count all give the bits of one whole-model pass.
+// The engine on synthetic mixture-of-experts models (moe-tiny, Mixtral's
+// layout; qwen2moe-tiny, with a shared expert): a split over stages, a batch
+// of sessions, a chunked prefill and another thread count all give the bits
+// of one whole-model pass.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,14 +19,19 @@ namespace {
 
 const std::vector<int32_t> kPrompt = {1, 318, 271, 519, 1476, 1161, 264, 262, 847, 261, 900, 77};
 
-class MoeEngineTest : public testing::TestWithParam<TensorType> {
+struct MoeCase {
+  std::string preset;
+  TensorType type;
+};
+
+class MoeEngineTest : public testing::TestWithParam<MoeCase> {
  protected:
   void SetUp() override {
     path_ = testing::TempDir() + "/moe_engine_test_" + std::to_string(::getpid()) + "_" +
-            std::string(TraitsOf(GetParam()).name) + ".gguf";
+            GetParam().preset + "_" + std::string(TraitsOf(GetParam().type).name) + ".gguf";
     SynthOptions options;
-    options.preset = "moe-tiny";
-    options.type = GetParam();
+    options.preset = GetParam().preset;
+    options.type = GetParam().type;
     options.seed = 3;
     options.threads = 2;
     ASSERT_TRUE(WriteSynthModel(options, path_).ok());
@@ -117,9 +123,17 @@ TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
   EXPECT_EQ(out_c, rows(3, 6));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, MoeEngineTest, testing::Values(TensorType::kQ8_0, TensorType::kF16),
-                         [](const testing::TestParamInfo<TensorType>& info) {
-                           return std::string(TraitsOf(info.param).name);
+INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
+                         testing::Values(MoeCase{"moe-tiny", TensorType::kQ8_0},
+                                         MoeCase{"moe-tiny", TensorType::kF16},
+                                         MoeCase{"qwen2moe-tiny", TensorType::kQ8_0}),
+                         [](const testing::TestParamInfo<MoeCase>& info) {
+                           std::string name = info.param.preset + "_" +
+                                              std::string(TraitsOf(info.param.type).name);
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
                          });
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Synthetic llama-architecture GGUF models: real shapes, real metadata and a
+// Synthetic llama-architecture (and qwen2moe) GGUF models: real shapes, real metadata and a
 // SentencePiece-style vocabulary (or a real one, converted from a Hugging
 // Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and
 // tests when the real weights are not at hand (or too large to ship).
@@ -47,10 +47,16 @@ struct SynthPreset {
   // The standard deviation of every matrix's random values. Larger values
   // make greedy decoding wander instead of repeating one token.
   float weight_stddev = 0.02f;
+  // "llama", or "qwen2moe": Q/K/V biases, NeoX RoPE, experts of width n_ff
+  // whose weights are not renormalised, and a shared expert of width
+  // n_ff_shexp behind a sigmoid gate (ffn_{gate_inp,gate,up,down}_shexp).
+  std::string architecture = "llama";
+  uint32_t n_ff_shexp = 0;
 };
 
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
-// moe-tiny (tiny's attention, 8 experts, 2 used), and micro (64 dims, 1 layer, tied head: a real
+// moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
+// experts, 4 used, a shared expert), and micro (64 dims, 1 layer, tied head: a real
 // vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145
 // pieces).
 const std::vector<SynthPreset>& SynthPresets();

@@ -87,6 +87,11 @@ const std::vector<SynthPreset>& SynthPresets() {
       // weights wide enough that greedy ids wander. Untested against
       // llama-quantize for q4_k (its mix has rules of its own for 8 experts).
       {"moe-tiny", 256, 4, 8, 4, 512, 2048, 512, 10000.0f, 1e-5f, false, 8, 2, 0.05f},
+      // Qwen1.5-MoE's layout scaled down: experts of width 128, 4 of 12 used
+      // (12 is not a multiple of 8: the router's softmax has a libm tail), and
+      // a shared expert of width 512.
+      {"qwen2moe-tiny", 256, 4, 8, 8, 128, 2048, 512, 1000000.0f, 1e-6f, false, 12, 4, 0.05f,
+       "qwen2moe", 512},
   };
   return *presets;
 }
@@ -177,11 +182,12 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
       (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab ||
-      (p.n_expert > 0 && (p.n_expert_used == 0 || p.n_expert_used > p.n_expert))) {
+      (p.n_expert > 0 && (p.n_expert_used == 0 || p.n_expert_used > p.n_expert)) ||
+      (p.architecture != "llama" && (p.architecture != "qwen2moe" || p.n_expert == 0))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
-        "and n_vocab >= ", min_vocab));
+        "(which qwen2moe needs), architecture llama or qwen2moe ", "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -202,6 +208,11 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   auto norm = [&](std::string name) {
     plan.tensors.push_back(SynthTensor{std::move(name), {p.n_embd}, TensorType::kF32, 0.0f});
   };
+  // A random f32 vector (a bias, the shared expert's gate).
+  auto vector = [&](std::string name, uint64_t n) {
+    plan.tensors.push_back(SynthTensor{std::move(name), {n}, TensorType::kF32, p.weight_stddev});
+  };
+  const bool qwen = p.architecture == "qwen2moe";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);
@@ -211,6 +222,11 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     matrix(b + "attn_q.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
     matrix(b + "attn_k.weight", p.n_embd, n_embd_kv, Role::kOtherMatrix, i);
     matrix(b + "attn_v.weight", p.n_embd, n_embd_kv, Role::kAttnV, i);
+    if (qwen) {  // convert_hf_to_gguf's order: the biases after the matrices
+      vector(b + "attn_q.bias", p.n_embd);
+      vector(b + "attn_k.bias", n_embd_kv);
+      vector(b + "attn_v.bias", n_embd_kv);
+    }
     matrix(b + "attn_output.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
     norm(b + "ffn_norm.weight");
     if (p.n_expert > 0) {
@@ -221,6 +237,12 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
       experts(b + "ffn_gate_exps.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
       experts(b + "ffn_up_exps.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
       experts(b + "ffn_down_exps.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+      if (p.n_ff_shexp > 0) {
+        vector(b + "ffn_gate_inp_shexp.weight", p.n_embd);
+        matrix(b + "ffn_gate_shexp.weight", p.n_embd, p.n_ff_shexp, Role::kOtherMatrix, i);
+        matrix(b + "ffn_up_shexp.weight", p.n_embd, p.n_ff_shexp, Role::kOtherMatrix, i);
+        matrix(b + "ffn_down_shexp.weight", p.n_ff_shexp, p.n_embd, Role::kFfnDown, i);
+      }
       continue;
     }
     matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);

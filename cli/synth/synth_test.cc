@@ -173,6 +173,27 @@ TEST(SynthPlanTest, MoeTinyHasMixtralsExpertTensors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SynthPlanTest, Qwen2MoeTinyHasBiasesAndASharedExpert) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("qwen2moe-tiny");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->architecture, "qwen2moe");
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kQ8_0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const SynthTensor* bias = FindIn(*plan, "blk.0.attn_k.bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->dims, (std::vector<uint64_t>{256}));
+  EXPECT_GT(bias->stddev, 0.0f);  // random, not ones
+  const SynthTensor* gate = FindIn(*plan, "blk.1.ffn_gate_inp_shexp.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->type, TensorType::kF32);
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_down_shexp.weight")->dims, (std::vector<uint64_t>{512, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_up_exps.weight")->dims, (std::vector<uint64_t>{256, 128, 12}));
+  SynthPreset dense = *p;
+  dense.n_expert = 0;  // qwen2moe without experts is not a model
+  EXPECT_EQ(PlanSynthModel(dense, TensorType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SynthVocabularyTest, ExactSizeUniquePiecesAndItTokenizes) {
   for (uint32_t n : {2048u, 32000u, 128256u}) {
     Vocabulary v = SynthVocabulary(n);

@@ -113,24 +113,29 @@ void SetSynthVocabulary(uint32_t n_vocab, GgufWriter& w) {
 // The metadata of the model, in the order llama.cpp's converter writes it.
 void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWriter& w) {
   const SynthPreset& p = plan.preset;
-  w.SetString("general.architecture", "llama");
+  const std::string a = p.architecture + ".";
+  w.SetString("general.architecture", p.architecture);
   w.SetString("general.type", "model");
   w.SetString("general.name", "synth-" + p.name);
-  w.SetUint32("llama.block_count", p.n_layer);
-  w.SetUint32("llama.context_length", p.n_ctx);
-  w.SetUint32("llama.embedding_length", p.n_embd);
-  w.SetUint32("llama.feed_forward_length", p.n_ff);
-  w.SetUint32("llama.attention.head_count", p.n_head);
-  w.SetUint32("llama.attention.head_count_kv", p.n_head_kv);
+  w.SetUint32(a + "block_count", p.n_layer);
+  w.SetUint32(a + "context_length", p.n_ctx);
+  w.SetUint32(a + "embedding_length", p.n_embd);
+  w.SetUint32(a + "feed_forward_length", p.n_ff);
+  w.SetUint32(a + "attention.head_count", p.n_head);
+  w.SetUint32(a + "attention.head_count_kv", p.n_head_kv);
   if (p.n_expert > 0) {
-    w.SetUint32("llama.expert_count", p.n_expert);
-    w.SetUint32("llama.expert_used_count", p.n_expert_used);
+    w.SetUint32(a + "expert_count", p.n_expert);
+    w.SetUint32(a + "expert_used_count", p.n_expert_used);
   }
-  w.SetFloat32("llama.rope.freq_base", p.rope_freq_base);
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", p.rms_eps);
+  if (p.architecture == "qwen2moe") {
+    w.SetUint32(a + "expert_feed_forward_length", p.n_ff);
+    w.SetUint32(a + "expert_shared_feed_forward_length", p.n_ff_shexp);
+  }
+  w.SetFloat32(a + "rope.freq_base", p.rope_freq_base);
+  w.SetFloat32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
   w.SetUint32("general.file_type", LlamaFileType(plan.base_type));
-  w.SetUint32("llama.vocab_size", p.n_vocab);
-  w.SetUint32("llama.rope.dimension_count", p.n_embd / p.n_head);
+  w.SetUint32(a + "vocab_size", p.n_vocab);
+  w.SetUint32(a + "rope.dimension_count", p.n_embd / p.n_head);
   if (tokenizer != nullptr) {
     SetTokenizer(*tokenizer, w);
   } else {
