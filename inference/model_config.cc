@@ -26,9 +26,9 @@ absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key
 }
 
 // The expert keys: optional on llama (Mixtral when the count is above 0),
-// required on qwen2moe. Defaults as llama.cpp's loader.
+// required on qwen2moe and qwen3moe. Defaults as llama.cpp's loader.
 absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig& c) {
-  const bool required = c.architecture == "qwen2moe";
+  const bool required = c.architecture == "qwen2moe" || c.architecture == "qwen3moe";
   const std::string count_key = p + "expert_count";
   if (!required) {
     if (file.Find(count_key) == nullptr) return absl::OkStatus();
@@ -46,7 +46,8 @@ absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig
     c.expert_weights_norm = true;
     return absl::OkStatus();
   }
-  // Qwen MoE: raw softmax weights, plus a shared expert behind a sigmoid gate.
+  // Qwen MoE: experts of their own width; Qwen 2's take raw softmax weights
+  // and add a shared expert behind a sigmoid gate, Qwen 3's renormalise.
   c.n_ff_exp = c.n_ff / c.n_expert_used;
   if (file.Find(p + "expert_feed_forward_length") != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(c.n_ff_exp,
@@ -57,10 +58,43 @@ absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig
                                                    "expert_used_count is 0 and no ", p,
                                                    "expert_feed_forward_length is given"));
   }
+  if (c.architecture == "qwen3moe") {
+    c.expert_weights_norm = true;
+    return absl::OkStatus();
+  }
   c.n_ff_shexp = c.n_ff;
   if (file.Find(p + "expert_shared_feed_forward_length") != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(c.n_ff_shexp,
                             GetBounded(file, p + "expert_shared_feed_forward_length", kMaxDim));
+  }
+  return absl::OkStatus();
+}
+
+// The head size: attention.key_length when given (Qwen 3's 128 with n_embd
+// 1024 and 16 heads), else n_embd / n_head. Values are as wide as keys.
+absl::Status ReadHeadDim(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const std::string key_key = p + "attention.key_length";
+  if (file.Find(key_key) == nullptr) {
+    if (c.n_embd % c.n_head != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head));
+    }
+    c.head_dim = c.n_embd / c.n_head;
+  } else {
+    RINGLM_ASSIGN_OR_RETURN(c.head_dim, GetBounded(file, key_key, kMaxDim));
+    if (uint64_t{c.head_dim} * c.n_head > kMaxDim) {
+      return absl::InvalidArgumentError(absl::StrCat("key '", key_key, "' = ", c.head_dim,
+                                                     " times head_count ", c.n_head, " exceeds ",
+                                                     kMaxDim));
+    }
+  }
+  const std::string value_key = p + "attention.value_length";
+  if (file.Find(value_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(const uint32_t value_length, GetBounded(file, value_key, kMaxDim));
+    if (value_length != c.head_dim) {
+      return absl::UnimplementedError(absl::StrCat("key '", value_key, "' = ", value_length,
+                                                   " differs from the key length ", c.head_dim));
+    }
   }
   return absl::OkStatus();
 }
@@ -77,9 +111,13 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   } else if (c.architecture == "qwen2" || c.architecture == "qwen2moe") {
     c.rope_style = RopeStyle::kNeox;
     c.has_qkv_bias = true;
+  } else if (c.architecture == "qwen3" || c.architecture == "qwen3moe") {
+    c.rope_style = RopeStyle::kNeox;
+    c.has_qk_norm = true;
   } else {
-    return absl::UnimplementedError(absl::StrCat("unsupported architecture '", c.architecture,
-                                                 "' (supported: llama, qwen2, qwen2moe)"));
+    return absl::UnimplementedError(
+        absl::StrCat("unsupported architecture '", c.architecture,
+                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;
@@ -96,23 +134,11 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     RINGLM_ASSIGN_OR_RETURN(c.n_head_kv,
                             GetBounded(file, p + "attention.head_count_kv", kMaxHeads));
   }
-  if (c.n_embd % c.n_head != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head));
-  }
   if (c.n_head % c.n_head_kv != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv));
   }
-  c.head_dim = c.n_embd / c.n_head;
-  if (file.Find(p + "attention.key_length") != nullptr) {
-    uint32_t key_length = 0;
-    RINGLM_ASSIGN_OR_RETURN(key_length, GetBounded(file, p + "attention.key_length", kMaxDim));
-    if (key_length != c.head_dim) {
-      return absl::UnimplementedError(absl::StrCat("attention.key_length ", key_length,
-                                                   " differs from n_embd/n_head ", c.head_dim));
-    }
-  }
+  RINGLM_RETURN_IF_ERROR(ReadHeadDim(file, p, c));
   c.n_rot = c.head_dim;
   if (file.Find(p + "rope.dimension_count") != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(c.n_rot, GetBounded(file, p + "rope.dimension_count", c.head_dim));

@@ -14,14 +14,14 @@ namespace ringlm {
 // Everything the forward pass needs to know about the model's shape. Plain
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2" or "qwen2moe"
+  std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3" or "qwen3moe"
   std::string name;          // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
   uint32_t n_ff = 0;
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t head_dim = 0;  // n_embd / n_head
+  uint32_t head_dim = 0;  // attention.key_length, else n_embd / n_head
   uint32_t n_vocab = 0;
   uint32_t n_ctx_train = 0;  // {arch}.context_length
   uint32_t n_rot = 0;        // {arch}.rope.dimension_count
@@ -29,10 +29,12 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   RopeStyle rope_style = RopeStyle::kNormal;
   bool has_qkv_bias = false;  // qwen2, qwen2moe
+  bool has_qk_norm = false;   // qwen3, qwen3moe: RMSNorm of each Q and K head before RoPE
   // Mixture of experts ({arch}.expert_count > 0): every layer's feed-forward
   // is n_expert experts of width n_ff_exp, n_expert_used of them per token,
   // chosen by a softmax router (llama.cpp's llm_build_moe_ffn), plus on
   // qwen2moe a shared expert of width n_ff_shexp behind a sigmoid gate.
+  // llama and qwen3moe renormalise the chosen weights; qwen2moe does not.
   uint32_t n_expert = 0;             // {arch}.expert_count; 0 for a dense model
   uint32_t n_expert_used = 0;        // {arch}.expert_used_count
   uint32_t n_ff_exp = 0;             // an expert's width: n_ff on llama (Mixtral)
@@ -43,10 +45,10 @@ struct ModelConfig {
   bool is_moe() const { return n_expert > 0; }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2/qwen2moe (or experts on qwen2); NotFound for a
-  // missing key; InvalidArgument, naming the key, for values that contradict
-  // each other (heads that do not divide n_embd, more experts used than
-  // exist, ...).
+  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe (or experts on the dense
+  // ones but llama, or values as wide as keys); NotFound for a missing key;
+  // InvalidArgument, naming the key, for values that contradict each other
+  // (heads that do not divide n_embd, more experts used than exist, ...).
   static absl::StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

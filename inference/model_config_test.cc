@@ -49,6 +49,59 @@ TEST(ModelConfigTest, MissingKeyIsNamed) {
   EXPECT_NE(c.status().message().find("llama.embedding_length"), std::string::npos);
 }
 
+// A qwen3 header with heads of 64 while n_embd / n_head is 32.
+GgufWriter Qwen3Header() {
+  GgufWriter w;
+  w.SetString("general.architecture", "qwen3");
+  w.SetUint32("qwen3.block_count", 2);
+  w.SetUint32("qwen3.context_length", 128);
+  w.SetUint32("qwen3.embedding_length", 256);
+  w.SetUint32("qwen3.feed_forward_length", 512);
+  w.SetUint32("qwen3.attention.head_count", 8);
+  w.SetUint32("qwen3.attention.head_count_kv", 4);
+  w.SetUint32("qwen3.attention.key_length", 64);
+  w.SetUint32("qwen3.attention.value_length", 64);
+  EXPECT_TRUE(w.AddTensor("token_embd.weight", {256, 300}, TensorType::kF32,
+                          std::string(256 * 300 * sizeof(float), '\0'))
+                  .ok());
+  return w;
+}
+
+absl::StatusOr<ModelConfig> ConfigOf(const GgufWriter& w) {
+  absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(w.ToBytes());
+  if (!f.ok()) return f.status();
+  return ModelConfig::FromGguf(**f);
+}
+
+TEST(ModelConfigTest, Qwen3HeadSizeComesFromKeyLength) {
+  absl::StatusOr<ModelConfig> c = ConfigOf(Qwen3Header());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->head_dim, 64u);
+  EXPECT_EQ(c->n_rot, 64u);
+  EXPECT_EQ(c->n_embd_kv(), 256u);
+  EXPECT_TRUE(c->has_qk_norm);
+  EXPECT_FALSE(c->has_qkv_bias);
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+}
+
+TEST(ModelConfigTest, ValuesNarrowerThanKeysAreNamed) {
+  GgufWriter w = Qwen3Header();
+  w.SetUint32("qwen3.attention.value_length", 32);
+  absl::StatusOr<ModelConfig> c = ConfigOf(w);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(c.status().message().find("qwen3.attention.value_length"), std::string::npos)
+      << c.status();
+}
+
+TEST(ModelConfigTest, WithoutKeyLengthHeadsMustDivideTheWidth) {
+  GgufWriter w = Qwen3Header();
+  w.Remove("qwen3.attention.key_length");
+  w.Remove("qwen3.attention.value_length");
+  w.SetUint32("qwen3.attention.head_count", 6);
+  w.SetUint32("qwen3.attention.head_count_kv", 3);
+  EXPECT_EQ(ConfigOf(w).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ModelTest, LoadsOnlyTheRequestedLayers) {
   ModelOptions options;
   options.layers = LayerRange{1, 3};

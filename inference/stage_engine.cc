@@ -24,6 +24,15 @@ void AddBias(const float* bias, int64_t n_rows, int64_t dim, float* x) {
   }
 }
 
+// In place, RMSNorm of each of n_heads contiguous heads of head_dim values
+// (ggml's rms_norm over rows of head_dim, then the mul). Nothing when
+// `weight` is null.
+void NormHeads(const float* weight, int64_t n_heads, int64_t head_dim, float eps, float* x) {
+  if (weight == nullptr) return;
+  for (int64_t h = 0; h < n_heads; ++h)
+    RmsNorm(x + h * head_dim, weight, x + h * head_dim, head_dim, eps);
+}
+
 void Project(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
   MatMul(w.type, w.data, w.rows, w.cols, x, n, y, pool);
 }
@@ -212,6 +221,9 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     AddBias(w.bq, n, q_dim, q.data());
     AddBias(w.bk, n, kv_dim, k.data());
     AddBias(w.bv, n, kv_dim, v.data());
+    // Qwen 3: RMSNorm of every Q and K head, before RoPE.
+    NormHeads(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
+    NormHeads(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
     // RoPE at absolute positions, then K and V into each session's cache as f16.
     for (int64_t t = 0; t < n; ++t) {
       const int64_t pos = layout.pos[t];

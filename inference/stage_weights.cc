@@ -154,6 +154,10 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
       RINGLM_ASSIGN_OR_RETURN(l.bk, view.Vector(BiasName(i, "attn_k"), kv_dim));
       RINGLM_ASSIGN_OR_RETURN(l.bv, view.Vector(BiasName(i, "attn_v"), kv_dim));
     }
+    if (c.has_qk_norm) {
+      RINGLM_ASSIGN_OR_RETURN(l.q_norm, view.Vector(BlockName(i, "attn_q_norm"), c.head_dim));
+      RINGLM_ASSIGN_OR_RETURN(l.k_norm, view.Vector(BlockName(i, "attn_k_norm"), c.head_dim));
+    }
     RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"), q_dim, c.n_embd));
     RINGLM_ASSIGN_OR_RETURN(l.ffn_norm, view.Vector(BlockName(i, "ffn_norm"), c.n_embd));
     RINGLM_RETURN_IF_ERROR(LoadFeedForward(view, c, i, l));

@@ -58,6 +58,8 @@ struct LayerWeights {
   const float* bq = nullptr;         // qwen2 only, [n_head * head_dim]
   const float* bk = nullptr;         // qwen2 only, [n_head_kv * head_dim]
   const float* bv = nullptr;         // qwen2 only, [n_head_kv * head_dim]
+  const float* q_norm = nullptr;     // qwen3 only, [head_dim]: per-head RMSNorm of Q
+  const float* k_norm = nullptr;     // qwen3 only, [head_dim]: per-head RMSNorm of K
   WeightMatrix wo;                   // [n_head * head_dim -> n_embd]
   const float* ffn_norm = nullptr;   // [n_embd]
   WeightMatrix gate;                 // [n_embd -> n_ff]; dense models only
