@@ -1,5 +1,6 @@
 // The engine on synthetic mixture-of-experts models (moe-tiny, Mixtral's
-// layout; qwen2moe-tiny, with a shared expert): a split over stages, a batch
+// layout; qwen2moe-tiny, with a shared expert; qwen3moe-tiny, with QK-norm
+// and heads wider than n_embd / n_head): a split over stages, a batch
 // of sessions, a chunked prefill and another thread count all give the bits
 // of one whole-model pass.
 #include <unistd.h>
@@ -126,7 +127,8 @@ TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
 INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                          testing::Values(MoeCase{"moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"moe-tiny", TensorType::kF16},
-                                         MoeCase{"qwen2moe-tiny", TensorType::kQ8_0}),
+                                         MoeCase{"qwen2moe-tiny", TensorType::kQ8_0},
+                                         MoeCase{"qwen3moe-tiny", TensorType::kQ8_0}),
                          [](const testing::TestParamInfo<MoeCase>& info) {
                            std::string name = info.param.preset + "_" +
                                               std::string(TraitsOf(info.param.type).name);

@@ -1,7 +1,7 @@
-// Synthetic llama-architecture (and qwen2moe) GGUF models: real shapes, real metadata and a
-// SentencePiece-style vocabulary (or a real one, converted from a Hugging
-// Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and
-// tests when the real weights are not at hand (or too large to ship).
+// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe) GGUF models: real shapes, real
+// metadata and a SentencePiece-style vocabulary (or a real one, converted from a Hugging Face
+// tokenizer by hf_tokenizer.h), with random weights. For benchmarks and tests when the real weights
+// are not at hand (or too large to ship).
 //
 // A synthetic file is a well-formed GGUF v3 that other readers (llama.cpp)
 // accept: standard general.* / llama.* / tokenizer.ggml.* keys, alignment 32,
@@ -52,11 +52,18 @@ struct SynthPreset {
   // n_ff_shexp behind a sigmoid gate (ffn_{gate_inp,gate,up,down}_shexp).
   std::string architecture = "llama";
   uint32_t n_ff_shexp = 0;
+  // "qwen3" / "qwen3moe": NeoX RoPE, no biases, a per-head RMSNorm of Q and
+  // K (attn_q_norm, attn_k_norm); qwen3moe's experts renormalise their
+  // weights and have no shared one. head_dim (attention.key_length) may
+  // differ from n_embd / n_head; 0 means n_embd / n_head.
+  uint32_t head_dim = 0;
+  uint32_t HeadDim() const { return head_dim != 0 ? head_dim : n_embd / n_head; }
 };
 
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
 // moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
-// experts, 4 used, a shared expert), and micro (64 dims, 1 layer, tied head: a real
+// experts, 4 used, a shared expert), qwen3-tiny, qwen3moe-tiny (16 experts,
+// 4 used), and micro (64 dims, 1 layer, tied head: a real
 // vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145
 // pieces).
 const std::vector<SynthPreset>& SynthPresets();

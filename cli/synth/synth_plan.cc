@@ -63,6 +63,13 @@ TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, uint64
 
 absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab);
 
+// The architectures synth writes, and whether they have experts.
+bool ArchitectureFits(const SynthPreset& p) {
+  if (p.architecture == "llama") return true;
+  if (p.architecture == "qwen3") return p.n_expert == 0;
+  return (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") && p.n_expert > 0;
+}
+
 }  // namespace
 
 const std::vector<SynthPreset>& SynthPresets() {
@@ -92,6 +99,13 @@ const std::vector<SynthPreset>& SynthPresets() {
       // a shared expert of width 512.
       {"qwen2moe-tiny", 256, 4, 8, 8, 128, 2048, 512, 1000000.0f, 1e-6f, false, 12, 4, 0.05f,
        "qwen2moe", 512},
+      // Qwen3-0.6B's layout scaled down: heads of 64 with n_embd 256 and 8
+      // heads (key_length is not n_embd / n_head), QK-norm, a tied head.
+      {"qwen3-tiny", 256, 4, 8, 4, 768, 2048, 512, 1000000.0f, 1e-6f, true, 0, 0, 0.05f, "qwen3", 0,
+       64},
+      // Qwen3-30B-A3B's layout scaled down: 16 experts of width 128, 4 used.
+      {"qwen3moe-tiny", 256, 4, 8, 4, 128, 2048, 512, 1000000.0f, 1e-6f, false, 16, 4, 0.05f,
+       "qwen3moe", 0, 64},
   };
   return *presets;
 }
@@ -181,19 +195,21 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   }
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
-      (p.n_embd / p.n_head) % 2 != 0 || p.n_vocab < min_vocab ||
+      p.HeadDim() % 2 != 0 || p.n_vocab < min_vocab ||
       (p.n_expert > 0 && (p.n_expert_used == 0 || p.n_expert_used > p.n_expert)) ||
-      (p.architecture != "llama" && (p.architecture != "qwen2moe" || p.n_expert == 0))) {
+      !ArchitectureFits(p)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
-        "(which qwen2moe needs), architecture llama or qwen2moe ", "and n_vocab >= ", min_vocab));
+        "(which qwen2moe and qwen3moe need, and qwen3 refuses), architecture llama, qwen2moe, ",
+        "qwen3 or qwen3moe ", "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
   plan.base_type = base;
   const int n_layer = static_cast<int>(p.n_layer);
-  const uint64_t n_embd_kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv;
+  const uint64_t q_dim = uint64_t{p.HeadDim()} * p.n_head;
+  const uint64_t n_embd_kv = uint64_t{p.HeadDim()} * p.n_head_kv;
   auto matrix = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
     plan.tensors.push_back(SynthTensor{
         std::move(name), {ne0, ne1}, ChooseType(base, role, layer, n_layer, ne0), p.weight_stddev});
@@ -213,21 +229,28 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     plan.tensors.push_back(SynthTensor{std::move(name), {n}, TensorType::kF32, p.weight_stddev});
   };
   const bool qwen = p.architecture == "qwen2moe";
+  const bool qk_norm = p.architecture == "qwen3" || p.architecture == "qwen3moe";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);
   for (int i = 0; i < n_layer; ++i) {
     const std::string b = absl::StrCat("blk.", i, ".");
     norm(b + "attn_norm.weight");
-    matrix(b + "attn_q.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
+    matrix(b + "attn_q.weight", p.n_embd, q_dim, Role::kOtherMatrix, i);
     matrix(b + "attn_k.weight", p.n_embd, n_embd_kv, Role::kOtherMatrix, i);
     matrix(b + "attn_v.weight", p.n_embd, n_embd_kv, Role::kAttnV, i);
     if (qwen) {  // convert_hf_to_gguf's order: the biases after the matrices
-      vector(b + "attn_q.bias", p.n_embd);
+      vector(b + "attn_q.bias", q_dim);
       vector(b + "attn_k.bias", n_embd_kv);
       vector(b + "attn_v.bias", n_embd_kv);
     }
-    matrix(b + "attn_output.weight", p.n_embd, p.n_embd, Role::kOtherMatrix, i);
+    matrix(b + "attn_output.weight", q_dim, p.n_embd, Role::kOtherMatrix, i);
+    if (qk_norm) {
+      plan.tensors.push_back(
+          SynthTensor{b + "attn_k_norm.weight", {p.HeadDim()}, TensorType::kF32, 0.0f});
+      plan.tensors.push_back(
+          SynthTensor{b + "attn_q_norm.weight", {p.HeadDim()}, TensorType::kF32, 0.0f});
+    }
     norm(b + "ffn_norm.weight");
     if (p.n_expert > 0) {
       // The router stays f32 (convert_hf_to_gguf writes it so, and

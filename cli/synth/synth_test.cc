@@ -194,6 +194,28 @@ TEST(SynthPlanTest, Qwen2MoeTinyHasBiasesAndASharedExpert) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SynthPlanTest, Qwen3TinyHasWideHeadsAndQkNorms) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("qwen3-tiny");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->HeadDim(), 64u);  // n_embd / n_head would be 32
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kF16);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.weight")->dims, (std::vector<uint64_t>{256, 512}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_k.weight")->dims, (std::vector<uint64_t>{256, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_output.weight")->dims, (std::vector<uint64_t>{512, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q_norm.weight")->dims, (std::vector<uint64_t>{64}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_k_norm.weight")->dims, (std::vector<uint64_t>{64}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.bias"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "output.weight"), nullptr);  // tied, as Qwen3-0.6B
+  absl::StatusOr<SynthPreset> moe = FindSynthPreset("qwen3moe-tiny");
+  ASSERT_TRUE(moe.ok());
+  absl::StatusOr<SynthPlan> moe_plan = PlanSynthModel(*moe, TensorType::kQ8_0);
+  ASSERT_TRUE(moe_plan.ok()) << moe_plan.status();
+  EXPECT_EQ(FindIn(*moe_plan, "blk.2.ffn_gate_exps.weight")->dims,
+            (std::vector<uint64_t>{256, 128, 16}));
+  EXPECT_EQ(FindIn(*moe_plan, "blk.2.ffn_gate_inp_shexp.weight"), nullptr);
+}
+
 TEST(SynthVocabularyTest, ExactSizeUniquePiecesAndItTokenizes) {
   for (uint32_t n : {2048u, 32000u, 128256u}) {
     Vocabulary v = SynthVocabulary(n);

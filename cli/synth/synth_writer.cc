@@ -127,15 +127,21 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
     w.SetUint32(a + "expert_count", p.n_expert);
     w.SetUint32(a + "expert_used_count", p.n_expert_used);
   }
-  if (p.architecture == "qwen2moe") {
+  if (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") {
     w.SetUint32(a + "expert_feed_forward_length", p.n_ff);
+  }
+  if (p.architecture == "qwen2moe") {
     w.SetUint32(a + "expert_shared_feed_forward_length", p.n_ff_shexp);
   }
   w.SetFloat32(a + "rope.freq_base", p.rope_freq_base);
   w.SetFloat32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
   w.SetUint32("general.file_type", LlamaFileType(plan.base_type));
   w.SetUint32(a + "vocab_size", p.n_vocab);
-  w.SetUint32(a + "rope.dimension_count", p.n_embd / p.n_head);
+  w.SetUint32(a + "rope.dimension_count", p.HeadDim());
+  if (p.head_dim != 0) {
+    w.SetUint32(a + "attention.key_length", p.head_dim);
+    w.SetUint32(a + "attention.value_length", p.head_dim);
+  }
   if (tokenizer != nullptr) {
     SetTokenizer(*tokenizer, w);
   } else {
