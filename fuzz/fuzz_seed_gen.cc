@@ -498,6 +498,42 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
   EmitGguf(dir, "tiny_llama_v2.gguf", v2, Reaches::kModel);
   EmitGguf(dir, "tiny_qwen2_bpe.gguf", TinyQwen().ToBytes(), Reaches::kModel);
   EmitGguf(dir, "all_types.gguf", AllTypes().ToBytes());
+  // Experts (Mixtral's keys on llama): a valid header, then counts that
+  // disagree (more used than exist; more than llama.cpp's 256).
+  GgufWriter mixtral = TinyLlama();
+  mixtral.SetUint32("llama.expert_count", 4);
+  mixtral.SetUint32("llama.expert_used_count", 2);
+  EmitGguf(dir, "tiny_mixtral.gguf", mixtral.ToBytes(), Reaches::kModel);
+  mixtral.SetUint32("llama.expert_used_count", 5);
+  EmitGguf(dir, "mixtral_used_over_count.gguf", mixtral.ToBytes(), Reaches::kTokenizer);
+  mixtral.SetUint32("llama.expert_count", 100000);
+  EmitGguf(dir, "mixtral_too_many_experts.gguf", mixtral.ToBytes(), Reaches::kTokenizer);
+  // Qwen 3: heads of 8 where n_embd / n_head is 4; then qwen3moe without
+  // its (required) expert count.
+  for (const std::string arch : {"qwen3", "qwen3moe"}) {
+    GgufWriter w = TinyLlama();
+    for (const char* key :
+         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+          "attention.head_count_kv", "context_length", "rope.dimension_count",
+          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
+      w.Remove(std::string("llama.") + key);
+    }
+    const std::string a = arch + ".";
+    w.SetString("general.architecture", arch);
+    w.SetUint32(a + "block_count", 1);
+    w.SetUint32(a + "embedding_length", 8);
+    w.SetUint32(a + "feed_forward_length", 16);
+    w.SetUint32(a + "attention.head_count", 2);
+    w.SetUint32(a + "attention.head_count_kv", 1);
+    w.SetUint32(a + "attention.key_length", 8);
+    w.SetUint32(a + "attention.value_length", 8);
+    w.SetUint32(a + "context_length", 64);
+    if (arch == "qwen3") {
+      EmitGguf(dir, "tiny_qwen3.gguf", w.ToBytes(), Reaches::kModel);
+    } else {
+      EmitGguf(dir, "qwen3moe_no_expert_count.gguf", w.ToBytes(), Reaches::kTokenizer);
+    }
+  }
   GgufWriter stories;
   if (StoriesMeta(model_path, &stories)) {
     const std::string bytes = stories.ToBytes();

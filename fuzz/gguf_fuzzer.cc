@@ -13,8 +13,9 @@
 //    arrays included) through every accessor, every string byte and every
 //    tensor byte is read, so ASan flags any view that leaves the buffer; the
 //    typed getters agree with the value types.
-//  - An accepted ModelConfig is self-consistent (heads divide the width,
-//    n_rot even and <= head_dim, n_vocab from token_embd.weight).
+//  - An accepted ModelConfig is self-consistent (heads divide the width
+//    unless key_length sets the head size, n_rot even and <= head_dim,
+//    1 <= experts used <= experts, n_vocab from token_embd.weight).
 //  - A vocabulary the loader and Tokenizer::Create accept tokenizes arbitrary
 //    bytes (a slice of the input) to valid ids, and streams them back as
 //    valid UTF-8.
@@ -135,11 +136,19 @@ void CheckTensors(const GgufFile& f) {
 void CheckModelConfig(const GgufFile& f) {
   absl::StatusOr<ModelConfig> c = ModelConfig::FromGguf(f);
   if (!c.ok()) return;
-  FUZZ_CHECK(c->architecture == "llama" || c->architecture == "qwen2");
+  FUZZ_CHECK(c->architecture == "llama" || c->architecture == "qwen2" ||
+             c->architecture == "qwen2moe" || c->architecture == "qwen3" ||
+             c->architecture == "qwen3moe");
   FUZZ_CHECK(c->n_layer >= 1 && c->n_embd >= 1 && c->n_ff >= 1 && c->n_ctx_train >= 1);
   FUZZ_CHECK(c->n_head >= 1 && c->n_head_kv >= 1);
-  FUZZ_CHECK(c->n_embd % c->n_head == 0 && c->n_head % c->n_head_kv == 0);
-  FUZZ_CHECK(c->head_dim * c->n_head == c->n_embd);
+  FUZZ_CHECK(c->n_head % c->n_head_kv == 0);
+  // The head size is attention.key_length when the file gives one.
+  const std::string key_length = c->architecture + ".attention.key_length";
+  FUZZ_CHECK(c->head_dim >= 1);
+  FUZZ_CHECK(f.Find(key_length) != nullptr || c->head_dim * c->n_head == c->n_embd);
+  // Experts: none, or 1 <= used <= count <= 256 with a non-zero width.
+  FUZZ_CHECK(c->n_expert <= 256 && c->n_expert_used <= c->n_expert);
+  FUZZ_CHECK(c->n_expert == 0 || (c->n_expert_used >= 1 && c->n_ff_exp >= 1));
   FUZZ_CHECK(c->n_rot <= c->head_dim && c->n_rot % 2 == 0);
   FUZZ_CHECK(c->rope_freq_base > 0);
   FUZZ_CHECK(c->rms_eps > 0 && c->rms_eps < 1);
