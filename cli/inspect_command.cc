@@ -100,6 +100,13 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ost
       "context %u\n",
       config->architecture.c_str(), config->n_layer, config->n_embd, config->n_ff, config->n_head,
       config->n_head_kv, config->head_dim, config->n_vocab, config->n_ctx_train);
+  if (config->is_moe()) {
+    out << absl::StrFormat("experts: %u, %u used per token, width %u", config->n_expert,
+                           config->n_expert_used, config->n_ff_exp);
+    if (config->n_ff_shexp > 0)
+      out << absl::StrFormat(", shared expert width %u", config->n_ff_shexp);
+    out << "\n";
+  }
   if (fp.ok()) {
     out << absl::StrFormat(
         "bytes per layer: %s (largest), embedding %s, output head %s, total %s\n",

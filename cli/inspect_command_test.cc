@@ -1,5 +1,8 @@
 // `ringlm inspect` on the bundled models.
+#include <cstdio>
+
 #include "cli/commands.h"
+#include "cli/synth/synth_model.h"
 #include "cli/test_commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -47,6 +50,21 @@ TEST(InspectCommandTest, CountsParametersByType) {
               ContainsRegex("\nparameters: 292800 \\(f16 [0-9]+, f32 [0-9]+, q8_0 [0-9]+\\)\n"));
   EXPECT_THAT(r.out, ContainsRegex("\n  blk.0.attn_q.weight +q8_0 +\\[64, 64\\] 4352 bytes\n"));
   EXPECT_THAT(r.out, ContainsRegex("\n  blk.0.ffn_down.weight +f16 "));
+}
+
+TEST(InspectCommandTest, ShowsTheExpertsOfAMixtureOfExperts) {
+  const std::string path = ::testing::TempDir() + "/inspect_qwen2moe.gguf";
+  SynthOptions options;
+  options.preset = "qwen2moe-tiny";
+  options.type = TensorType::kQ8_0;
+  options.threads = 1;
+  ASSERT_TRUE(WriteSynthModel(options, path).ok());
+  CommandResult r = RunCommand(RunInspect, {path});
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nmodel: qwen2moe, 4 layers, "));
+  EXPECT_THAT(r.out,
+              HasSubstr("\nexperts: 12, 4 used per token, width 128, shared expert width 512\n"));
 }
 
 TEST(InspectCommandTest, FailsOnAFileThatIsNotGguf) {
