@@ -63,9 +63,9 @@ struct SynthPreset {
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
 // moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
 // experts, 4 used, a shared expert), qwen3-tiny, qwen3moe-tiny (16 experts,
-// 4 used), and micro (64 dims, 1 layer, tied head: a real
-// vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights for Gemma 3's 262,145
-// pieces).
+// 4 used), mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used), and micro (64 dims, 1 layer, tied
+// head: a real vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights for Gemma
+// 3's 262,145 pieces).
 const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);

@@ -103,6 +103,10 @@ const std::vector<SynthPreset>& SynthPresets() {
       // heads (key_length is not n_embd / n_head), QK-norm, a tied head.
       {"qwen3-tiny", 256, 4, 8, 4, 768, 2048, 512, 1000000.0f, 1e-6f, true, 0, 0, 0.05f, "qwen3", 0,
        64},
+      // For benchmarks: Mixtral 8x7B's layout at a width that fits a small
+      // machine, 2.2 B parameters (2.3 GB of q8_0), of which 0.7 B are read
+      // per token (2 of 8 experts).
+      {"mixtral-bench", 2048, 8, 16, 8, 5632, 32000, 4096, 1000000.0f, 1e-5f, false, 8, 2},
       // Qwen3-30B-A3B's layout scaled down: 16 experts of width 128, 4 used.
       {"qwen3moe-tiny", 256, 4, 8, 4, 128, 2048, 512, 1000000.0f, 1e-6f, false, 16, 4, 0.05f,
        "qwen3moe", 0, 64},

@@ -216,6 +216,16 @@ TEST(SynthPlanTest, Qwen3TinyHasWideHeadsAndQkNorms) {
   EXPECT_EQ(FindIn(*moe_plan, "blk.2.ffn_gate_inp_shexp.weight"), nullptr);
 }
 
+TEST(SynthPlanTest, MixtralBenchIsAtLeastTwoGigabytesOfQ8_0) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("mixtral-bench");
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kQ8_0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_GE(plan->data_bytes(), 2000000000u);
+  EXPECT_EQ(FindIn(*plan, "blk.7.ffn_down_exps.weight")->dims,
+            (std::vector<uint64_t>{5632, 2048, 8}));
+}
+
 TEST(SynthVocabularyTest, ExactSizeUniquePiecesAndItTokenizes) {
   for (uint32_t n : {2048u, 32000u, 128256u}) {
     Vocabulary v = SynthVocabulary(n);
