@@ -42,7 +42,9 @@ void RouterSoftmax(float* x, int64_t n) {
 // f32 order is llamafile's (matmul.h), and a last-bit difference in a router
 // logit can change which experts a token takes, so routers (always f32 in
 // llama.cpp's files) use this order.
-float DotF32Ggml(const float* w, const float* x, int64_t n) {
+// The body, compiled twice: std::fma is exact, so both give the same bits,
+// but without FMA instructions it is a library call per product.
+inline float DotF32GgmlBody(const float* w, const float* x, int64_t n) {
   float acc[4][8] = {};
   const int64_t np = n / 32 * 32;
   for (int64_t i = 0; i < np; i += 32) {
@@ -58,6 +60,20 @@ float DotF32Ggml(const float* w, const float* x, int64_t n) {
   float sum = (t0 + t1) + (t2 + t3);
   for (int64_t i = np; i < n; ++i) sum += w[i] * x[i];
   return sum;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float DotF32GgmlFma(const float* w, const float* x, int64_t n) {
+  return DotF32GgmlBody(w, x, n);
+}
+#endif
+
+float DotF32Ggml(const float* w, const float* x, int64_t n) {
+#if defined(__x86_64__)
+  static const bool kHasFma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (kHasFma) return DotF32GgmlFma(w, x, n);
+#endif
+  return DotF32GgmlBody(w, x, n);
 }
 
 // y[t * rows + r] = row r of the f32 matrix `w` [rows x cols] . x row t, in
