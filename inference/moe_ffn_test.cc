@@ -3,6 +3,7 @@
 // errors for expert metadata and tensors that disagree.
 #include "inference/moe_ffn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -161,6 +162,40 @@ TEST(MoeFeedForwardTest, GroupedByExpertEqualsTokenByToken) {
     }
     EXPECT_EQ(std::vector<float>(out.begin() + t * kEmbd, out.begin() + (t + 1) * kEmbd), sum);
   }
+}
+
+TEST(MoeFeedForwardTest, ExpertsNoTokenChoseAreNeverRead) {
+  const Loaded m = Load(MoeWriter());
+  ASSERT_TRUE(m.weights.ok()) << m.weights.status();
+  const ModelConfig& c = *m.config;
+  const MoeWeights& w = m.weights->layer(0).moe;
+  const int64_t n = 2;  // two tokens choose at most 4 of the 6 experts
+  const std::vector<float> x = Values(n * kEmbd, 7, 1.0f);
+  std::vector<float> expected(n * kEmbd);
+  MoeFeedForward(c, w, x.data(), n, expected.data(), nullptr);
+  std::vector<bool> chosen(kExperts, false);
+  std::vector<float> logits(n * kExperts);
+  RouterLogits(w.router, x.data(), n, logits.data(), nullptr);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int32_t e : RouteToken(c, &logits[t * kExperts]).experts) chosen[e] = true;
+  }
+  // Copies of the expert tensors with every other expert's values NaN: a
+  // read of any of them would poison the output.
+  MoeWeights poisoned = w;
+  std::vector<std::vector<float>> copies;
+  for (ExpertMatrices* em : {&poisoned.gate, &poisoned.up, &poisoned.down}) {
+    const int64_t per_expert = em->rows * em->cols;
+    const float* src = static_cast<const float*>(em->data);
+    std::vector<float>& copy = copies.emplace_back(src, src + per_expert * kExperts);
+    for (uint32_t e = 0; e < kExperts; ++e) {
+      if (!chosen[e]) std::fill_n(copy.begin() + e * per_expert, per_expert, NAN);
+    }
+    em->data = copy.data();
+  }
+  ASSERT_LT(std::count(chosen.begin(), chosen.end(), true), static_cast<int64_t>(kExperts));
+  std::vector<float> out(n * kEmbd);
+  MoeFeedForward(c, poisoned, x.data(), n, out.data(), nullptr);
+  EXPECT_EQ(out, expected);
 }
 
 TEST(MoeLoadTest, MoreExpertsUsedThanExistIsNamed) {
