@@ -41,20 +41,6 @@ std::vector<int32_t> LocalGreedy(const std::string& model_file, const std::strin
   return testing::LocalGreedy(testing::ModelPath(model_file), prompt, n);
 }
 
-std::vector<int32_t> ClusterGreedy(const LoopbackCluster& cluster, size_t entry,
-                                   const std::string& prompt, int n,
-                                   const std::string& extra = "") {
-  testing::CommandResult r = testing::RunCommand(
-      absl::StrCat(testing::RinglmPath(), " generate --cluster ", cluster.Address(entry),
-                   " --prompt ", testing::ShellQuote(prompt), " --temp 0 -n ", n, " --json ",
-                   cluster.SecurityArgs(), " ", extra),
-      false);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  json out = json::parse(r.output, nullptr, false);
-  if (!out.is_object()) return {};
-  return out["ids"].get<std::vector<int32_t>>();
-}
-
 void ExpectSamePartitionEverywhere(LoopbackCluster& c) {
   json first = c.Status(0);
   ASSERT_TRUE(first.is_object());
@@ -91,7 +77,7 @@ TEST_P(ClusterByBroadcastTest, FormsAgreesAndMatchesOneProcess) {
     const std::vector<int32_t> local = LocalGreedy(GetParam(), prompt, 64);
     EXPECT_EQ(local, g[variant]["generated_ids"].get<std::vector<int32_t>>());
     for (size_t entry = 0; entry < cluster.size(); ++entry) {
-      EXPECT_EQ(ClusterGreedy(cluster, entry, prompt, 64), local) << "via node " << entry;
+      EXPECT_EQ(cluster.Greedy(entry, prompt, 64), local) << "via node " << entry;
     }
   }
 }
@@ -110,8 +96,8 @@ TEST(ClusterTest, StaticPeersWithoutBroadcast) {
   ExpectSamePartitionEverywhere(cluster);
   const std::string prompt = "Once upon a time";
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", prompt, 64);
-  EXPECT_EQ(ClusterGreedy(cluster, 2, prompt, 64), local);
-  EXPECT_EQ(ClusterGreedy(cluster, 0, prompt, 64, "--hidden-dtype f16").size(), 64u);
+  EXPECT_EQ(cluster.Greedy(2, prompt, 64), local);
+  EXPECT_EQ(cluster.Greedy(0, prompt, 64, "--hidden-dtype f16").size(), 64u);
 }
 
 TEST(ClusterTest, KillingTheMiddleNodeCostsAPauseAndTheRequestCompletes) {
@@ -163,7 +149,7 @@ TEST(ClusterTest, KillingTheMiddleNodeCostsAPauseAndTheRequestCompletes) {
   // The other two re-form without it and serve the next request.
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(entry, 2); }, 20s)) << cluster.Logs();
   const std::vector<int32_t> local = LocalGreedy("stories260K-f32.gguf", "Once upon a time", 64);
-  EXPECT_EQ(ClusterGreedy(cluster, entry, "Once upon a time", 64), local);
+  EXPECT_EQ(cluster.Greedy(entry, "Once upon a time", 64), local);
 }
 
 // Many users at once: 16 requests of mixed prompts, lengths and sampling
@@ -320,7 +306,7 @@ TEST(ClusterTest, GarbageUdpAndBadStageMessagesAreRejectedAndNodesStayUp) {
   // Everyone is still up, still agrees, and still generates correctly.
   for (size_t i = 0; i < cluster.size(); ++i) EXPECT_TRUE(cluster.node(i).Running()) << i;
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.Formed(1, 3); }, 10s)) << cluster.Logs();
-  EXPECT_EQ(ClusterGreedy(cluster, 1, "Once upon a time", 32),
+  EXPECT_EQ(cluster.Greedy(1, "Once upon a time", 32),
             LocalGreedy("stories260K-f32.gguf", "Once upon a time", 32));
   EXPECT_NE(cluster.node(0).Log().find("discovery: ignoring"), std::string::npos) << cluster.Logs();
 }

@@ -113,6 +113,18 @@ std::vector<PrometheusSample> LoopbackCluster::Metrics(size_t i) const {
   return samples.ok() ? *samples : std::vector<PrometheusSample>{};
 }
 
+std::vector<int32_t> LoopbackCluster::Greedy(size_t entry, const std::string& prompt, int n,
+                                             const std::string& extra) const {
+  CommandResult r = RunCommand(
+      absl::StrCat(RinglmPath(), " generate --cluster ", Address(entry), " --prompt ",
+                   ShellQuote(prompt), " --temp 0 -n ", n, " --json ", SecurityArgs(), " ", extra),
+      false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output, nullptr, false);
+  if (!out.is_object() || !out.contains("ids")) return {};
+  return out["ids"].get<std::vector<int32_t>>();
+}
+
 nlohmann::json LoopbackCluster::Status(size_t i) const {
   CommandResult r = RunCommand(absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ",
                                             SecurityArgs(), " 2>/dev/null"),

@@ -64,6 +64,11 @@ class LoopbackCluster {
   // GET /metrics of node i, parsed (a test failure, and empty, when that
   // fails).
   std::vector<PrometheusSample> Metrics(size_t i) const;
+  // Greedy ids for `prompt` (BOS added) through the cluster, entering at
+  // node `entry`: `ringlm generate --cluster ... --temp 0 -n N --json` plus
+  // `extra` flags. Empty, with a test failure, when the command fails.
+  std::vector<int32_t> Greedy(size_t entry, const std::string& prompt, int n,
+                              const std::string& extra = "") const;
   // `ringlm status --json` against node i; null when it fails.
   nlohmann::json Status(size_t i) const;
   // True when node i sees `n` nodes, all ready, and a plan over all of them.

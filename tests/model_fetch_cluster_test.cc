@@ -27,18 +27,6 @@ using testing::LoopbackCluster;
 
 constexpr char kPrompt[] = "Once upon a time";
 
-std::vector<int32_t> ClusterGreedy(const LoopbackCluster& cluster, size_t entry, int n) {
-  testing::CommandResult r = testing::RunCommand(
-      absl::StrCat(testing::RinglmPath(), " generate --cluster ", cluster.Address(entry),
-                   " --prompt ", testing::ShellQuote(kPrompt), " --temp 0 -n ", n, " --json ",
-                   cluster.SecurityArgs()),
-      false);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  json out = json::parse(r.output, nullptr, false);
-  if (!out.is_object()) return {};
-  return out["ids"].get<std::vector<int32_t>>();
-}
-
 // A metric of node i, or -1 when it cannot be read.
 double Metric(const LoopbackCluster& cluster, size_t i, const std::string& name) {
   httplib::Client client("127.0.0.1", cluster.metrics_port(i));
@@ -114,7 +102,7 @@ TEST(ModelFetchClusterTest, TwoNodesWithoutTheFileFetchTheirLayersAndGenerateThe
     if (g["prompt"] != kPrompt) continue;
     const std::vector<int32_t> expected = g["f32"]["generated_ids"].get<std::vector<int32_t>>();
     for (size_t entry = 0; entry < cluster.size(); ++entry) {
-      EXPECT_EQ(ClusterGreedy(cluster, entry, static_cast<int>(expected.size())), expected)
+      EXPECT_EQ(cluster.Greedy(entry, kPrompt, static_cast<int>(expected.size())), expected)
           << "via node " << entry << "\n"
           << cluster.Logs();
     }
@@ -146,7 +134,7 @@ TEST(ModelFetchClusterTest, DiskStaysNearTheShareARestartFetchesNothingARepartit
   LoopbackCluster cluster(options);
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 40s)) << cluster.Logs();
   const std::vector<int32_t> local = testing::LocalGreedy(model, kPrompt, 24);
-  EXPECT_EQ(ClusterGreedy(cluster, 1, 24), local) << cluster.Logs();
+  EXPECT_EQ(cluster.Greedy(1, kPrompt, 24), local) << cluster.Logs();
 
   for (size_t i : {1, 2}) {
     const LayerRange range = RangeOf(cluster, i);
@@ -166,7 +154,7 @@ TEST(ModelFetchClusterTest, DiskStaysNearTheShareARestartFetchesNothingARepartit
   cluster.StartNode(1);
   ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 40s)) << cluster.Logs();
   EXPECT_EQ(Metric(cluster, 1, "ringlm_model_fetch_bytes_total"), 0) << cluster.Logs();
-  EXPECT_EQ(ClusterGreedy(cluster, 1, 24), local);
+  EXPECT_EQ(cluster.Greedy(1, kPrompt, 24), local);
 
   // Node 2 leaves: node 1 takes more layers and fetches only those.
   const LayerRange before = RangeOf(cluster, 1);
@@ -192,7 +180,7 @@ TEST(ModelFetchClusterTest, DiskStaysNearTheShareARestartFetchesNothingARepartit
     }
   }
   EXPECT_EQ(Metric(cluster, 1, "ringlm_model_fetch_bytes_total"), added) << cluster.Logs();
-  EXPECT_EQ(ClusterGreedy(cluster, 0, 24), local);
+  EXPECT_EQ(cluster.Greedy(0, kPrompt, 24), local);
 }
 
 TEST(ModelFetchClusterTest, AMemberServingCorruptBytesIsAvoidedAndTheGoodOneUsed) {
