@@ -108,7 +108,10 @@ constexpr bool IsComputeSupported(TensorType type) {
     case TensorType::kBF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K:
       return true;
     default:

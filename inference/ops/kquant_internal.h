@@ -5,10 +5,21 @@
 
 #include <cstdint>
 
+#include "gguf/tensor_type.h"
+
 namespace ringlm {
 
-// ggml's dequantize_row_q4_K / dequantize_row_q6_K. Precondition: n % 256 == 0.
+// The K-quant weight types: MatMul quantizes their activations to Q8_K.
+constexpr bool IsKQuantWeight(TensorType type) {
+  return type == TensorType::kQ2_K || type == TensorType::kQ3_K || type == TensorType::kQ4_K ||
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+}
+
+// ggml's dequantize_row_q{2,3,4,5,6}_K. Precondition: n % 256 == 0.
+void DequantizeRowQ2_K(const void* src, float* dst, int64_t n);
+void DequantizeRowQ3_K(const void* src, float* dst, int64_t n);
 void DequantizeRowQ4_K(const void* src, float* dst, int64_t n);
+void DequantizeRowQ5_K(const void* src, float* dst, int64_t n);
 void DequantizeRowQ6_K(const void* src, float* dst, int64_t n);
 
 // ggml's nearest_int: round to nearest, ties to even, via the 1.5 * 2^23
@@ -17,11 +28,12 @@ int NearestInt(float f);
 
 struct DotJob;
 #if defined(__x86_64__)
-// DotRows for Q4_K and Q6_K jobs with the AVX2 kernels of kquant_x86.cc,
+// DotRows for K-quant jobs (IsKQuantWeight) with the AVX2 kernels of
+// kquant_x86.cc and kquant_low_x86.cc,
 // bit-identical to it. Precondition: CpuSupports(QGemmTarget::kAvx2). Hot.
 void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
-// The same, with AVX-512 token pairs for prompts (decode runs the AVX2
-// kernels), bit-identical to it. Precondition:
+// The same for Q4_K and Q6_K, with AVX-512 token pairs for prompts (decode
+// runs the AVX2 kernels), bit-identical to it. Precondition:
 // CpuSupports(QGemmTarget::kAvx512Vnni). Hot.
 void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
 #endif

@@ -1,4 +1,6 @@
-// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations, and an
+// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations (and the
+// token-group loop for Q2_K, Q3_K and Q5_K, whose kernels are in
+// kquant_x86_q235.cc), and an
 // AVX-512 twin of each for prompts, written with intrinsics under
 // target attributes (like qgemm_x86.cc), so MatMul runs them only where
 // CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the AVX-512 ones).
@@ -28,62 +30,12 @@
 #include <cstring>
 
 #include "inference/ops/fp16.h"
+#include "inference/ops/kquant_x86_internal.h"
 #include "inference/ops/matmul_internal.h"
 #include "inference/ops/quant.h"
 
 namespace ringlm {
 namespace {
-
-RINGLM_AVX2_TARGET inline __m256i Load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-RINGLM_AVX2_TARGET float Reduce(__m256 acc) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  return ReduceLanes<8>(lanes);
-}
-
-// The 8 scales and 8 mins of a Q4_K super-block as 16-bit values, scales
-// first (ggml's kmask unpacking of the 12 bytes; equals Q4_KScaleMin).
-RINGLM_AVX2_TARGET inline __m256i Q4_KScalesMins(const uint8_t* packed) {
-  constexpr uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f, kmask3 = 0x03030303;
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-  const uint32_t mins_lo = u[1] & kmask1;
-  u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-  u[2] = mins_lo;
-  u[0] &= kmask1;
-  // Bytes: sc0..3 sc4..7 m0..3 m4..7.
-  return _mm256_cvtepu8_epi16(_mm_set_epi32(static_cast<int>(u[3]), static_cast<int>(u[2]),
-                                            static_cast<int>(u[1]), static_cast<int>(u[0])));
-}
-
-// What every token takes from one Q4_K super-block: its scales (sc[2c] and
-// sc[2c + 1] for the low and high nibbles of chunk c), mins and dmin.
-struct Q4_KBlockScales {
-  alignas(32) int16_t sc[16];
-  __m128i mins;
-  float dmin;
-};
-RINGLM_AVX2_TARGET inline void GetQ4_KBlockScales(const BlockQ4_K& blk, Q4_KBlockScales* out) {
-  const __m256i scales_mins = Q4_KScalesMins(blk.scales);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out->sc), scales_mins);
-  out->mins = _mm256_extracti128_si256(scales_mins, 1);
-  out->dmin = Fp16ToFp32(blk.dmin);
-}
-
-// acc_m plus a token's mins term of one super-block:
-// -d_x * dmin * prod, prod[k] = m[2k] (bs[4k] + bs[4k+1]) + m[2k+1] (bs[4k+2] + bs[4k+3]).
-RINGLM_AVX2_TARGET inline __m128 AddQ4_KMins(__m128 acc_m, const Q4_KBlockScales& s,
-                                             const BlockQ8_K& xb) {
-  const __m128i pair_sums =
-      _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
-                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
-  const __m128i prod = _mm_madd_epi16(s.mins, pair_sums);
-  return _mm_fmadd_ps(_mm_set1_ps(-xb.d * s.dmin), _mm_cvtepi32_ps(prod), acc_m);
-}
 
 // The mins terms' sum, in the reference's order.
 RINGLM_AVX2_TARGET inline float SumQ4_KMins(__m128 acc_m) {
@@ -109,7 +61,7 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
     PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
-    GetQ4_KBlockScales(w[b], &bs);
+    GetQ4_KBlockScales(w[b].scales, w[b].dmin, &bs);
     const int16_t* sc = bs.sc;
     __m256i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {
@@ -198,8 +150,10 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t,
   const uint8_t* ahead = static_cast<const uint8_t*>(row) + kPrefetchAheadRows * job.row_bytes;
   if (job.type == TensorType::kQ4_K) {
     DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
-  } else {
+  } else if (job.type == TensorType::kQ6_K) {
     DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
+  } else {
+    KQuant235DotTokensAvx2(job, row, t, T, nb, out);
   }
 }
 
@@ -231,7 +185,7 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
     PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
-    GetQ4_KBlockScales(w[b], &bs);
+    GetQ4_KBlockScales(w[b].scales, w[b].dmin, &bs);
     const int16_t* sc = bs.sc;
     __m512i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {

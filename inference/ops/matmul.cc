@@ -187,6 +187,94 @@ float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
+// The 8 exact integer lanes of one K-quant super-block, as ggml's AVX2 code
+// sums them: lane (p % 32) / 4 gets sc[p / 16] * q[p] * x[p].
+void KQuantLaneSums(const int8_t* q, const int* sc, const int8_t* x, int32_t sumi[8]) {
+  for (int lane = 0; lane < 8; ++lane) sumi[lane] = 0;
+  for (int p = 0; p < kQK_K; ++p) sumi[(p % 32) / 4] += sc[p / 16] * q[p] * x[p];
+}
+
+// acc[lane] = fma(d, sumi[lane], acc[lane]).
+void FmaLanes(float d, const int32_t sumi[8], float acc[8]) {
+  for (int lane = 0; lane < 8; ++lane)
+    acc[lane] = std::fma(d, static_cast<float>(sumi[lane]), acc[lane]);
+}
+
+// Q5_K weights x Q8_K activations (ggml_vec_dot_q5_K_q8_K, AVX2 order): the
+// lanes as Q4_K's; the mins term of each super-block is one exact integer,
+// FMA-accumulated into a scalar added after the lanes' halving sum.
+float DotQ5_K(const BlockQ5_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = x[b].d * Fp16ToFp32(w[b].d);
+    const float dmin = -x[b].d * Fp16ToFp32(w[b].dmin);
+    int sc[16];
+    int32_t mins = 0;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t s, m;
+      Q4_KScaleMin(j, w[b].scales, &s, &m);
+      sc[2 * j] = sc[2 * j + 1] = s;
+      mins += m * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+    }
+    summs = std::fma(dmin, static_cast<float>(mins), summs);
+    int8_t q[kQK_K];
+    for (int p = 0; p < kQK_K; ++p) {
+      const uint8_t byte = w[b].qs[32 * (p / 64) + p % 32];
+      const int low = (p % 64) < 32 ? (byte & 0xF) : (byte >> 4);
+      q[p] = static_cast<int8_t>(low | (((w[b].qh[p % 32] >> (p / 32)) & 1) << 4));
+    }
+    int32_t sumi[8];
+    KQuantLaneSums(q, sc, x[b].qs, sumi);
+    FmaLanes(d, sumi, acc);
+  }
+  return ReduceLanes<8>(acc) + summs;
+}
+
+// Q3_K weights x Q8_K activations (ggml_vec_dot_q3_K_q8_K, AVX2 order):
+// signed scales s - 32 and values q - 4 in the integer lanes.
+float DotQ3_K(const BlockQ3_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int sc[16];
+    for (int j = 0; j < 16; ++j) sc[j] = Q3_KScale(j, w[b].scales) - 32;
+    int8_t q[kQK_K];
+    for (int p = 0; p < kQK_K; ++p) {
+      q[p] =
+          static_cast<int8_t>(TwoBits(w[b].qs, p) + 4 * ((w[b].hmask[p % 32] >> (p / 32)) & 1) - 4);
+    }
+    int32_t sumi[8];
+    KQuantLaneSums(q, sc, x[b].qs, sumi);
+    FmaLanes(x[b].d * Fp16ToFp32(w[b].d), sumi, acc);
+  }
+  return ReduceLanes<8>(acc);
+}
+
+// Q2_K weights x Q8_K activations (ggml_vec_dot_q2_K_q8_K, AVX2 order): per
+// super-block the mins go first into the same 8 lanes (lane k: m[2k] *
+// bsums[2k] + m[2k + 1] * bsums[2k + 1], times -d_x * dmin), then the values.
+float DotQ2_K(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = x[b].d * Fp16ToFp32(w[b].d);
+    const float dmin = -x[b].d * Fp16ToFp32(w[b].dmin);
+    int sc[16];
+    int32_t mins[8];
+    for (int k = 0; k < 8; ++k) {
+      mins[k] = (w[b].scales[2 * k] >> 4) * x[b].bsums[2 * k] +
+                (w[b].scales[2 * k + 1] >> 4) * x[b].bsums[2 * k + 1];
+    }
+    FmaLanes(dmin, mins, acc);
+    for (int j = 0; j < 16; ++j) sc[j] = w[b].scales[j] & 0xF;
+    int8_t q[kQK_K];
+    for (int p = 0; p < kQK_K; ++p) q[p] = static_cast<int8_t>(TwoBits(w[b].qs, p));
+    int32_t sumi[8];
+    KQuantLaneSums(q, sc, x[b].qs, sumi);
+    FmaLanes(d, sumi, acc);
+  }
+  return ReduceLanes<8>(acc);
+}
+
 // RoundToHalfAvx2's definition, in portable code.
 void RoundToHalf(TensorType type, const float* x, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
@@ -231,6 +319,18 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
     case TensorType::kQ6_K: {
       const int64_t nb = cols / kQK_K;
       return DotQ6_K(static_cast<const BlockQ6_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    case TensorType::kQ5_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ5_K(static_cast<const BlockQ5_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    case TensorType::kQ3_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ3_K(static_cast<const BlockQ3_K*>(row), job.x_q8_k + t * nb, nb);
+    }
+    case TensorType::kQ2_K: {
+      const int64_t nb = cols / kQK_K;
+      return DotQ2_K(static_cast<const BlockQ2_K*>(row), job.x_q8_k + t * nb, nb);
     }
     default:
       return 0.0f;
@@ -298,7 +398,10 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       job.x_q8_0 = dst;
       break;
     }
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K: {
       const int64_t nb = cols / kQK_K;
       const size_t needed = static_cast<size_t>(n_tokens * nb);
@@ -325,6 +428,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   if (x86_target != QGemmTarget::kNone) {
     if (type == TensorType::kQ4_K || type == TensorType::kQ6_K) {
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &KQuantDotRowsAvx512 : &KQuantDotRowsAvx2;
+    } else if (IsKQuantWeight(type)) {  // Q2_K, Q3_K, Q5_K: no AVX-512 pairs yet
+      dot_rows = &KQuantDotRowsAvx2;
     } else if (job.order == DotOrder::kTiled) {  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
                                                         : &FloatTiledDotRowsAvx2;

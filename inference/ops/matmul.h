@@ -25,12 +25,13 @@
 //     float lanes; the lanes are reduced by halving. Both orders agree. On x86
 //     with AVX2 or AVX512-VNNI, and on ARM with dotprod, these are computed, for every batch size,
 //     by the register-tiled integer GEMM of qgemm_internal.h (same bits).
-//   - Q4_K/Q6_K weights quantize x to Q8_K (QuantizeRowQ8_K) and follow
-//     ggml_vec_dot_q{4,6}_K_q8_K's AVX2 code: per 256-value super-block, 8
-//     exact integer lane sums (lane = (position % 32) / 4) are FMA-scaled by
-//     d_x*d_w into 8 float lanes, reduced by halving; Q4_K adds its mins
-//     term, kept in 4 lanes ((m0 + m2) + (m1 + m3)), at the end. Both orders
-//     agree.
+//   - K-quant (Q2_K..Q6_K) weights quantize x to Q8_K (QuantizeRowQ8_K)
+//     and follow ggml_vec_dot_q{2,3,4,5,6}_K_q8_K's AVX2 code: per 256-value
+//     super-block, 8 exact integer lane sums (lane = (position % 32) / 4)
+//     are FMA-scaled by d_x*d_w into 8 float lanes, reduced by halving. The
+//     mins term: Q4_K keeps it in 4 lanes ((m0 + m2) + (m1 + m3)) added at
+//     the end; Q5_K in one float added at the end; Q2_K FMAs it into the 8
+//     lanes before each super-block's values. Both orders agree.
 // Single-threaded and multi-threaded results are bit-identical.
 //
 #ifndef RINGLM_INFERENCE_OPS_MATMUL_H_

@@ -101,79 +101,131 @@ float QuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const v
   return ReduceByHalving(acc);
 }
 
-// Q4_K x Q8_K or Q6_K x Q8_K: `wq` holds the weight's integer values (Q4_K:
-// 0..15, Q6_K: -32..31), `wsc` the integer scale of each value's sub-block.
-// Per super-block, each lane (position % 32) / 4 sums its integer products
-// exactly, then lane = fma(d, lane_sum, lane) with d = x.d * w.d.
-std::vector<float> KQuantLanes(const std::vector<int>& wq, const std::vector<int>& wsc,
-                               const std::vector<float>& wd, const BlockQ8_K* xb, int64_t cols) {
-  std::vector<float> acc(8, 0.0f);
-  for (int64_t b = 0; b < cols / kQK_K; ++b) {
-    std::vector<int64_t> lane_sum(8, 0);
-    for (int64_t p = 0; p < kQK_K; ++p) {
+// A K-quant row spelled out per position p of each super-block: the integer
+// value q, the integer scale of its sub-block, and the super-block's f16
+// scale d (and dmin with the integer min of each sub-block, for the types
+// with mins).
+struct KQuantRow {
+  std::vector<int> q, sc, m;   // per position
+  std::vector<float> d, dmin;  // per super-block
+};
+
+KQuantRow SpellOut(TensorType type, const void* row, int64_t cols) {
+  const int64_t nb = cols / kQK_K;
+  KQuantRow k{std::vector<int>(cols), std::vector<int>(cols), std::vector<int>(cols, 0),
+              std::vector<float>(nb), std::vector<float>(nb, 0.0f)};
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int p = 0; p < kQK_K; ++p) {
       const int64_t i = b * kQK_K + p;
-      lane_sum[(p % 32) / 4] += static_cast<int64_t>(wsc[i]) * wq[i] * xb[b].qs[p];
-    }
-    const float d = xb[b].d * wd[b];
-    for (int lane = 0; lane < 8; ++lane) {
-      acc[lane] = std::fma(d, static_cast<float>(lane_sum[lane]), acc[lane]);
+      const int half = p / 128, group = (p % 128) / 32, l = p % 32;  // 128-value halves
+      switch (type) {
+        case TensorType::kQ2_K: {
+          const auto& blk = static_cast<const BlockQ2_K*>(row)[b];
+          k.d[b] = Fp16ToFp32(blk.d);
+          k.dmin[b] = Fp16ToFp32(blk.dmin);
+          k.q[i] = (blk.qs[32 * half + l] >> (2 * group)) & 3;
+          k.sc[i] = blk.scales[p / 16] & 0xF;
+          k.m[i] = blk.scales[p / 16] >> 4;
+          break;
+        }
+        case TensorType::kQ3_K: {
+          const auto& blk = static_cast<const BlockQ3_K*>(row)[b];
+          k.d[b] = Fp16ToFp32(blk.d);
+          const int high = (blk.hmask[l] >> (p / 32)) & 1;
+          k.q[i] = ((blk.qs[32 * half + l] >> (2 * group)) & 3) + 4 * high - 4;
+          const int j = p / 16;
+          const int low = j < 8 ? blk.scales[j] & 0xF : blk.scales[j - 8] >> 4;
+          k.sc[i] = (low | (((blk.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+          break;
+        }
+        case TensorType::kQ4_K:
+        case TensorType::kQ5_K: {
+          const bool five = type == TensorType::kQ5_K;
+          const uint8_t* scales = five ? static_cast<const BlockQ5_K*>(row)[b].scales
+                                       : static_cast<const BlockQ4_K*>(row)[b].scales;
+          const uint8_t* qs = five ? static_cast<const BlockQ5_K*>(row)[b].qs
+                                   : static_cast<const BlockQ4_K*>(row)[b].qs;
+          const uint16_t d = five ? static_cast<const BlockQ5_K*>(row)[b].d
+                                  : static_cast<const BlockQ4_K*>(row)[b].d;
+          const uint16_t dmin = five ? static_cast<const BlockQ5_K*>(row)[b].dmin
+                                     : static_cast<const BlockQ4_K*>(row)[b].dmin;
+          k.d[b] = Fp16ToFp32(d);
+          k.dmin[b] = Fp16ToFp32(dmin);
+          const uint8_t byte = qs[32 * (p / 64) + l];
+          k.q[i] = (p % 64) < 32 ? (byte & 0xF) : (byte >> 4);
+          if (five) k.q[i] += 16 * ((static_cast<const BlockQ5_K*>(row)[b].qh[l] >> (p / 32)) & 1);
+          uint8_t s8, m8;
+          Q4_KScaleMin(p / 32, scales, &s8, &m8);
+          k.sc[i] = s8;
+          k.m[i] = m8;
+          break;
+        }
+        default: {  // Q6_K
+          const auto& blk = static_cast<const BlockQ6_K*>(row)[b];
+          k.d[b] = Fp16ToFp32(blk.d);
+          const uint8_t low_byte = blk.ql[64 * half + 32 * (group & 1) + l];
+          const int low = group < 2 ? (low_byte & 0xF) : (low_byte >> 4);
+          const int high = (blk.qh[32 * half + l] >> (2 * group)) & 3;
+          k.q[i] = (low | (high << 4)) - 32;
+          k.sc[i] = blk.scales[p / 16];
+          break;
+        }
+      }
     }
   }
-  return acc;
+  return k;
 }
 
+// K-quant x Q8_K. Per super-block, each lane (position % 32) / 4 sums its
+// integer products sc * q * x exactly, then lane = fma(d, lane_sum, lane)
+// with d = x.d * w.d. The mins term, -x.d * dmin * sum_p m_p * x_p, is
+// summed as ggml's AVX2 code does for the type:
+//   - Q4_K: sub-blocks 2k and 2k + 1 in lane k of 4 extra lanes, added as
+//     ((m0 + m2) + (m1 + m3)) after the 8 lanes;
+//   - Q5_K: one integer per super-block into one extra float, added last;
+//   - Q2_K: 16-value sub-blocks 2k and 2k + 1 in lane k of the 8 lanes
+//     themselves, before that super-block's values.
 float KQuantDot(TensorType type, const void* row, const float* x, int64_t cols) {
   const int64_t nb = cols / kQK_K;
   std::vector<BlockQ8_K> xq(nb);
   QuantizeRowQ8_K(x, xq.data(), cols);
-  std::vector<int> wq(cols), wsc(cols);
-  std::vector<float> wd(nb);
-  if (type == TensorType::kQ6_K) {
-    const auto* blk = static_cast<const BlockQ6_K*>(row);
-    for (int64_t b = 0; b < nb; ++b) {
-      wd[b] = Fp16ToFp32(blk[b].d);
-      for (int64_t p = 0; p < kQK_K; ++p) {
-        const int64_t half = p / 128, r = p % 128, group = r / 32, l = r % 32;
-        const uint8_t low_byte = blk[b].ql[64 * half + 32 * (group & 1) + l];
-        const int low = group < 2 ? (low_byte & 0xF) : (low_byte >> 4);
-        const int high = (blk[b].qh[32 * half + l] >> (2 * group)) & 3;
-        wq[b * kQK_K + p] = (low | (high << 4)) - 32;
-        wsc[b * kQK_K + p] = blk[b].scales[p / 16];
-      }
-    }
-    return ReduceByHalving(KQuantLanes(wq, wsc, wd, xq.data(), cols));
-  }
-  // Q4_K: the mins term is sum_j m_j * dmin * sum(x in sub-block j), kept in
-  // 4 lanes (sub-blocks 2k and 2k+1 in lane k) and added after the 8 lanes.
-  const auto* blk = static_cast<const BlockQ4_K*>(row);
-  std::vector<float> acc_m(4, 0.0f);
+  const KQuantRow k = SpellOut(type, row, cols);
+  std::vector<float> acc(8, 0.0f), acc_m(4, 0.0f);
+  float summs = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
-    wd[b] = Fp16ToFp32(blk[b].d);
-    int sc[8], m[8];
-    for (int j = 0; j < 8; ++j) {
-      uint8_t s8, m8;
-      Q4_KScaleMin(j, blk[b].scales, &s8, &m8);
-      sc[j] = s8;
-      m[j] = m8;
-    }
+    const float dmin = -xq[b].d * k.dmin[b];
+    std::vector<int64_t> min_lane(8, 0);  // lane = p / 32 (Q2_K), p / 64 (Q4_K)
+    int64_t min_total = 0;
     for (int64_t p = 0; p < kQK_K; ++p) {
-      const uint8_t byte = blk[b].qs[32 * (p / 64) + p % 32];
-      wq[b * kQK_K + p] = (p % 64) < 32 ? (byte & 0xF) : (byte >> 4);
-      wsc[b * kQK_K + p] = sc[p / 32];
+      const int64_t mx = static_cast<int64_t>(k.m[b * kQK_K + p]) * xq[b].qs[p];
+      min_lane[type == TensorType::kQ2_K ? p / 32 : p / 64] += mx;
+      min_total += mx;
     }
-    const float dmin = -xq[b].d * Fp16ToFp32(blk[b].dmin);
-    for (int k = 0; k < 4; ++k) {
-      int32_t prod = 0;
-      for (int j = 2 * k; j < 2 * k + 2; ++j) {
-        int32_t sub_sum = 0;
-        for (int p = 32 * j; p < 32 * j + 32; ++p) sub_sum += xq[b].qs[p];
-        prod += m[j] * sub_sum;
+    if (type == TensorType::kQ2_K) {
+      for (int lane = 0; lane < 8; ++lane) {
+        acc[lane] = std::fma(dmin, static_cast<float>(min_lane[lane]), acc[lane]);
       }
-      acc_m[k] = std::fma(dmin, static_cast<float>(prod), acc_m[k]);
+    } else if (type == TensorType::kQ4_K) {
+      for (int lane = 0; lane < 4; ++lane) {
+        acc_m[lane] = std::fma(dmin, static_cast<float>(min_lane[lane]), acc_m[lane]);
+      }
+    } else if (type == TensorType::kQ5_K) {
+      summs = std::fma(dmin, static_cast<float>(min_total), summs);
+    }
+    std::vector<int64_t> lane_sum(8, 0);
+    for (int64_t p = 0; p < kQK_K; ++p) {
+      const int64_t i = b * kQK_K + p;
+      lane_sum[(p % 32) / 4] += static_cast<int64_t>(k.sc[i]) * k.q[i] * xq[b].qs[p];
+    }
+    const float d = xq[b].d * k.d[b];
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(lane_sum[lane]), acc[lane]);
     }
   }
-  const float lanes = ReduceByHalving(KQuantLanes(wq, wsc, wd, xq.data(), cols));
-  return lanes + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+  const float lanes = ReduceByHalving(acc);
+  if (type == TensorType::kQ4_K) return lanes + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]));
+  if (type == TensorType::kQ5_K) return lanes + summs;
+  return lanes;
 }
 
 }  // namespace
@@ -234,7 +286,10 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
       }
       return QuantDot(wq, wd, xq.data(), cols);
     }
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K:
       return KQuantDot(type, row, x, cols);
     default:

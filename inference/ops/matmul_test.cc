@@ -19,9 +19,11 @@
 namespace ringlm {
 namespace {
 
-constexpr TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
-                                 TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K,
-                                 TensorType::kQ6_K};
+constexpr TensorType kKQuantTypes[] = {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+                                       TensorType::kQ5_K, TensorType::kQ6_K};
+constexpr TensorType kTypes[] = {
+    TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+    TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
 
 // Weights of `type` made from floats, row by row.
 std::vector<uint8_t> MakeWeights(TensorType type, const std::vector<float>& w, int64_t rows,
@@ -56,7 +58,7 @@ std::pair<double, double> ExactDot(TensorType type, const void* row, const float
     std::vector<BlockQ8_0> q(cols / 32);
     QuantizeRowQ8_0Activations(x, q.data(), cols);
     DequantizeRow(TensorType::kQ8_0, q.data(), xs.data(), cols);
-  } else if (type == TensorType::kQ4_K || type == TensorType::kQ6_K) {
+  } else if (TraitsOf(type).block_size == kQK_K) {  // K-quants
     std::vector<BlockQ8_K> q(cols / kQK_K);
     QuantizeRowQ8_K(x, q.data(), cols);
     for (int64_t i = 0; i < cols; ++i) xs[i] = q[i / kQK_K].d * q[i / kQK_K].qs[i % kQK_K];
@@ -116,11 +118,12 @@ class MatMulOnEveryTargetTest : public ::testing::Test {
   void TearDown() override { ASSERT_TRUE(SetCpuTarget("auto").ok()); }
 };
 
-// MatMul of random `type` weights over 1..max_tokens tokens, on one thread
-// and on 3, on every CPU target this machine runs, gives each output the
+// MatMul of random `type` weights over 1..max_tokens tokens, on 1, 2 and 3
+// threads, on every CPU target this machine runs, gives each output the
 // reference's bits.
 void ExpectEveryTokenCountMatchesReference(TensorType type, int64_t rows, int64_t cols,
                                            int64_t max_tokens, std::mt19937& rng) {
+  ThreadPool pool2(2);
   ThreadPool pool3(3);
   const std::vector<float> wf = RandomVector(rows * cols, rng);
   const std::vector<uint8_t> w = MakeWeights(type, wf, rows, cols);
@@ -129,7 +132,7 @@ void ExpectEveryTokenCountMatchesReference(TensorType type, int64_t rows, int64_
     for (int64_t n_tokens = 1; n_tokens <= max_tokens; ++n_tokens) {
       const std::vector<float> x = RandomVector(n_tokens * cols, rng);
       const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool3}) {
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
         std::vector<float> y(n_tokens * rows, NAN);
         MatMul(type, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool);
         for (int64_t t = 0; t < n_tokens; ++t) {
@@ -162,14 +165,15 @@ TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
 }
 
 // The K-quants' token groups (x86: 4 tokens for AVX2, 4 pairs for AVX-512,
-// with odd tails).
+// with odd tails), and every batch size up to 67 on one shape.
 TEST_F(MatMulOnEveryTargetTest, KQuantTokenGroupsOfEveryShapeMatchReference) {
   std::mt19937 rng(10);
-  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+  for (TensorType type : kKQuantTypes) {
     for (int64_t rows : {3, 8}) {
       for (int64_t cols : {256, 768})
         ExpectEveryTokenCountMatchesReference(type, rows, cols, 19, rng);
     }
+    ExpectEveryTokenCountMatchesReference(type, 5, 512, 67, rng);
   }
 }
 

@@ -108,8 +108,17 @@ void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n) {
     case TensorType::kQ4_0:
       QuantizeRowQ4_0(src, dst, n);
       return;
+    case TensorType::kQ2_K:
+      QuantizeRowQ2_K(src, dst, n);
+      return;
+    case TensorType::kQ3_K:
+      QuantizeRowQ3_K(src, dst, n);
+      return;
     case TensorType::kQ4_K:
       QuantizeRowQ4_K(src, dst, n);
+      return;
+    case TensorType::kQ5_K:
+      QuantizeRowQ5_K(src, dst, n);
       return;
     case TensorType::kQ6_K:
       QuantizeRowQ6_K(src, dst, n);
@@ -154,8 +163,17 @@ void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case TensorType::kQ2_K:
+      DequantizeRowQ2_K(src, dst, n);
+      return;
+    case TensorType::kQ3_K:
+      DequantizeRowQ3_K(src, dst, n);
+      return;
     case TensorType::kQ4_K:
       DequantizeRowQ4_K(src, dst, n);
+      return;
+    case TensorType::kQ5_K:
+      DequantizeRowQ5_K(src, dst, n);
       return;
     case TensorType::kQ6_K:
       DequantizeRowQ6_K(src, dst, n);

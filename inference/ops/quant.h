@@ -1,4 +1,5 @@
-// Block-quantized formats Q8_0, Q4_0, Q4_K, Q6_K and Q8_K (ggml layouts),
+// Block-quantized formats Q8_0, Q4_0, the K-quants Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K and Q8_K (ggml layouts),
 // their quantizers and row dequantization for every compute-supported type.
 //
 // Contract: functions are pure and thread-safe. Preconditions (not checked in
@@ -47,6 +48,41 @@ struct BlockQ4_K {
 };
 static_assert(sizeof(BlockQ4_K) == 144, "BlockQ4_K must match ggml's block_q4_K");
 
+// 8 sub-blocks of 32: value = d * sc[j] * q - dmin * m[j], q in [0, 31]: the
+// low 4 bits as in BlockQ4_K::qs, bit 4 of value 64c + l in bit 2c of qh[l]
+// and of value 64c + 32 + l in bit 2c + 1; sc/m packed as in BlockQ4_K.
+struct BlockQ5_K {
+  uint16_t d;     // f16 scale of the sub-block scales
+  uint16_t dmin;  // f16 scale of the sub-block mins
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "BlockQ5_K must match ggml's block_q5_K");
+
+// 16 sub-blocks of 16: value = d * (s[j] - 32) * (q - 4), q in [0, 7]: the
+// low 2 bits of value 128h + 32k + l in bits 2k..2k+1 of qs[32h + l], the
+// high bit of value p in bit p / 32 of hmask[p % 32]. The 6-bit s[j] are the
+// low nibble of scales[j] (j < 8) or the high one of scales[j - 8], and 2
+// high bits from bits 2 (j / 4) of scales[8 + j % 4].
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;  // f16
+};
+static_assert(sizeof(BlockQ3_K) == 110, "BlockQ3_K must match ggml's block_q3_K");
+
+// 16 sub-blocks of 16: value = d * (scales[j] & 0xF) * q - dmin *
+// (scales[j] >> 4), q in [0, 3], packed as BlockQ3_K::qs.
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;     // f16 scale of the sub-block scales
+  uint16_t dmin;  // f16 scale of the sub-block mins
+};
+static_assert(sizeof(BlockQ2_K) == 84, "BlockQ2_K must match ggml's block_q2_K");
+
 // 16 sub-blocks of 16: value = d * scales[j] * (q - 32), q 6 bits: low 4 in
 // ql, high 2 in qh (ggml's block_q6_K bit layout).
 struct BlockQ6_K {
@@ -66,9 +102,12 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292, "BlockQ8_K must match ggml's block_q8_K");
 
-// ggml's quantize_row_q4_K_ref / quantize_row_q6_K_ref (llama-quantize
-// without an importance matrix). Precondition: n % 256 == 0.
+// ggml's quantize_row_q{2,3,4,5,6}_K_ref (llama-quantize without an
+// importance matrix). Precondition: n % 256 == 0.
+void QuantizeRowQ2_K(const float* x, void* dst, int64_t n);
+void QuantizeRowQ3_K(const float* x, void* dst, int64_t n);
 void QuantizeRowQ4_K(const float* x, void* dst, int64_t n);
+void QuantizeRowQ5_K(const float* x, void* dst, int64_t n);
 void QuantizeRowQ6_K(const float* x, void* dst, int64_t n);
 
 // ggml's quantize_row_q8_K_ref, which ggml-cpu also uses for activations on
@@ -86,6 +125,17 @@ inline void Q4_KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
     *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// Sub-block j's 6-bit scale (0..63, before the - 32) from BlockQ3_K::scales.
+inline int Q3_KScale(int j, const uint8_t* q) {
+  const int low = j < 8 ? (q[j] & 0xF) : (q[j - 8] >> 4);
+  return low | (((q[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
+}
+
+// The 2-bit value p (0..255) of BlockQ2_K::qs / BlockQ3_K::qs.
+inline int TwoBits(const uint8_t* qs, int p) {
+  return (qs[32 * (p / 128) + p % 32] >> (2 * ((p % 128) / 32))) & 3;
 }
 
 // ggml's quantize_row_q8_0_ref (what llama-quantize writes into a GGUF):
@@ -110,7 +160,7 @@ size_t RowBytes(TensorType type, int64_t n);
 
 // Writes one row of `n` floats as `type`, with the reference quantizer that
 // llama-quantize uses for weights (F32: copy; F16/BF16: round to nearest
-// even; Q8_0/Q4_0: QuantizeRowQ8_0/QuantizeRowQ4_0; K-quants as they land).
+// even; Q8_0/Q4_0: QuantizeRowQ8_0/QuantizeRowQ4_0; K-quants: QuantizeRowQ*_K).
 // `dst` must hold RowBytes(type, n) bytes.
 // Precondition: IsComputeSupported(type); n is a multiple of the block size.
 void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n);
