@@ -70,11 +70,13 @@ const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
 
-// The weight types `--type` accepts: f32, f16, q8_0, q4_0, q4_k, q6_k.
-// InvalidArgument for any other name. (q4_k means llama.cpp's Q4_K_M mix.)
+// The weight types `--type` accepts: f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k,
+// q5_k, q6_k. InvalidArgument for any other name. (q3_k, q4_k and q5_k mean
+// llama.cpp's Q3_K_M, Q4_K_M and Q5_K_M mixes; q2_k its Q2_K mix.)
 absl::StatusOr<TensorType> ParseSynthType(const std::string& name);
 // llama.cpp's LLAMA_FTYPE number for a base type (general.file_type):
-// f32 0, f16 1, q4_0 2, q8_0 7, q4_k 15 (Q4_K_M), q6_k 18.
+// f32 0, f16 1, q4_0 2, q8_0 7, q2_k 10, q3_k 12 (Q3_K_M), q4_k 15 (Q4_K_M),
+// q5_k 17 (Q5_K_M), q6_k 18.
 // Precondition: `type` is one ParseSynthType returns.
 uint32_t LlamaFileType(TensorType type);
 
@@ -104,12 +106,17 @@ struct SynthPlan {
 //   - quantized types: the output head (token_embd when tied) is Q6_K unless
 //     the base is Q8_0 (Q8_0 when its rows are not a multiple of 256);
 //     token_embd otherwise keeps the base type;
-//   - q4_k (Q4_K_M): attn_v and ffn_down are Q6_K on the layers where
-//     use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2;
-//     everything else Q4_K.
+//   - q4_k (Q4_K_M), q5_k (Q5_K_M): attn_v and ffn_down are Q6_K on the
+//     layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
+//     (i - n/8) % 3 == 2; everything else the base type;
+//   - q3_k (Q3_K_M): attn_v Q5_K on layers 0 and 1, else Q4_K; ffn_down Q5_K
+//     on layers i < n/16, else Q4_K; attn_output Q4_K; the rest Q3_K;
+//   - q2_k (Q2_K): attn_v Q4_K when n_head / n_head_kv >= 4, else Q3_K;
+//     ffn_down and attn_output Q3_K; the rest Q2_K.
 // A type whose block size does not divide the row length falls back:
-// Q6_K -> Q8_0 (as llama.cpp), Q4_K -> Q8_0 (llama.cpp picks Q5_0, which the
-// kernels do not implement), then -> F16 when 32 does not divide it either
+// Q6_K -> Q8_0 (as llama.cpp), Q2_K..Q5_K -> Q8_0 (llama.cpp picks IQ4_NL,
+// Q5_0 or Q5_1, which the kernels do not implement), then -> F16 when 32
+// does not divide it either
 // (llama.cpp would refuse Q8_0/Q4_0 there). A Q6_K choice becomes Q8_0 while
 // the kernels lack Q6_K (IsComputeSupported), so q4_0 files stay loadable.
 // InvalidArgument for a preset whose dims contradict each other (n_vocab

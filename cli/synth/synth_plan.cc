@@ -38,7 +38,10 @@ bool IsSynthType(TensorType t) {
     case TensorType::kF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K:
       return true;
     default:
@@ -46,17 +49,44 @@ bool IsSynthType(TensorType t) {
   }
 }
 
-enum class Role { kTokenEmbd, kOutput, kAttnV, kFfnDown, kOtherMatrix };
+enum class Role { kTokenEmbd, kOutput, kAttnV, kAttnOutput, kFfnDown, kOtherMatrix };
 
-TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, uint64_t ne0) {
-  if (base == TensorType::kF32 || base == TensorType::kF16) return base;
+// llama_tensor_get_type for a dense, non-Falcon model below 70B; the
+// K-quant bases stand for the mixes Q2_K, Q3_K_M, Q4_K_M and Q5_K_M.
+TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, int n_gqa, uint64_t ne0) {
+  using T = TensorType;
+  if (base == T::kF32 || base == T::kF16) return base;
+  const bool more_bits = UseMoreBits(layer, n_layer);
   TensorType t = base;
-  if (role == Role::kOutput) {
-    if (ne0 % kQkK != 0) return FitRowLength(TensorType::kQ8_0, ne0);
-    if (base != TensorType::kQ8_0) t = Q6KOrFallback();
-  } else if (base == TensorType::kQ4_K && (role == Role::kAttnV || role == Role::kFfnDown) &&
-             UseMoreBits(layer, n_layer)) {
-    t = Q6KOrFallback();
+  switch (role) {
+    case Role::kOutput:
+      if (ne0 % kQkK != 0) return FitRowLength(T::kQ8_0, ne0);
+      if (base != T::kQ8_0) t = Q6KOrFallback();
+      break;
+    case Role::kAttnV:
+      if (base == T::kQ2_K) {
+        t = n_gqa >= 4 ? T::kQ4_K : T::kQ3_K;
+      } else if (base == T::kQ3_K) {
+        t = layer < 2 ? T::kQ5_K : T::kQ4_K;
+      } else if ((base == T::kQ4_K || base == T::kQ5_K) && more_bits) {
+        t = Q6KOrFallback();
+      }
+      break;
+    case Role::kFfnDown:
+      if (base == T::kQ2_K) {
+        t = T::kQ3_K;
+      } else if (base == T::kQ3_K) {
+        t = layer < n_layer / 16 ? T::kQ5_K : T::kQ4_K;
+      } else if ((base == T::kQ4_K || base == T::kQ5_K) && more_bits) {
+        t = Q6KOrFallback();
+      }
+      break;
+    case Role::kAttnOutput:
+      if (base == T::kQ2_K) t = T::kQ3_K;
+      if (base == T::kQ3_K) t = T::kQ4_K;
+      break;
+    default:
+      break;
   }
   return FitRowLength(t, ne0);
 }
@@ -127,13 +157,14 @@ absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name) {
 absl::StatusOr<TensorType> ParseSynthType(const std::string& name) {
   static constexpr std::pair<const char*, TensorType> kTypes[] = {
       {"f32", TensorType::kF32},   {"f16", TensorType::kF16},   {"q8_0", TensorType::kQ8_0},
-      {"q4_0", TensorType::kQ4_0}, {"q4_k", TensorType::kQ4_K}, {"q6_k", TensorType::kQ6_K},
+      {"q4_0", TensorType::kQ4_0}, {"q2_k", TensorType::kQ2_K}, {"q3_k", TensorType::kQ3_K},
+      {"q4_k", TensorType::kQ4_K}, {"q5_k", TensorType::kQ5_K}, {"q6_k", TensorType::kQ6_K},
   };
   for (const auto& [n, t] : kTypes) {
     if (name == n) return t;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown type '", name, "' (known: f32, f16, q8_0, q4_0, q4_k, q6_k)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown type '", name, "' (known: f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)"));
 }
 
 uint32_t LlamaFileType(TensorType type) {
@@ -146,8 +177,14 @@ uint32_t LlamaFileType(TensorType type) {
       return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
     case TensorType::kQ8_0:
       return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::kQ2_K:
+      return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
+    case TensorType::kQ3_K:
+      return 12;  // LLAMA_FTYPE_MOSTLY_Q3_K_M
     case TensorType::kQ4_K:
       return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case TensorType::kQ5_K:
+      return 17;  // LLAMA_FTYPE_MOSTLY_Q5_K_M
     case TensorType::kQ6_K:
       return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     default:
@@ -195,7 +232,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   if (!IsSynthType(base)) {
     return absl::InvalidArgumentError(
         absl::StrCat("type ", std::string(TraitsOf(base).name),
-                     " is not one of f32, f16, q8_0, q4_0, q4_k, q6_k"));
+                     " is not one of f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k"));
   }
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||
@@ -214,15 +251,18 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   const int n_layer = static_cast<int>(p.n_layer);
   const uint64_t q_dim = uint64_t{p.HeadDim()} * p.n_head;
   const uint64_t n_embd_kv = uint64_t{p.HeadDim()} * p.n_head_kv;
+  const int n_gqa = static_cast<int>(p.n_head / p.n_head_kv);
   auto matrix = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
-    plan.tensors.push_back(SynthTensor{
-        std::move(name), {ne0, ne1}, ChooseType(base, role, layer, n_layer, ne0), p.weight_stddev});
+    plan.tensors.push_back(SynthTensor{std::move(name),
+                                       {ne0, ne1},
+                                       ChooseType(base, role, layer, n_layer, n_gqa, ne0),
+                                       p.weight_stddev});
   };
   // A 3-D expert tensor: n_expert matrices [ne0, ne1], typed like a matrix.
   auto experts = [&](std::string name, uint64_t ne0, uint64_t ne1, Role role, int layer) {
     plan.tensors.push_back(SynthTensor{std::move(name),
                                        {ne0, ne1, p.n_expert},
-                                       ChooseType(base, role, layer, n_layer, ne0),
+                                       ChooseType(base, role, layer, n_layer, n_gqa, ne0),
                                        p.weight_stddev});
   };
   auto norm = [&](std::string name) {
@@ -248,7 +288,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
       vector(b + "attn_k.bias", n_embd_kv);
       vector(b + "attn_v.bias", n_embd_kv);
     }
-    matrix(b + "attn_output.weight", q_dim, p.n_embd, Role::kOtherMatrix, i);
+    matrix(b + "attn_output.weight", q_dim, p.n_embd, Role::kAttnOutput, i);
     if (qk_norm) {
       plan.tensors.push_back(
           SynthTensor{b + "attn_k_norm.weight", {p.HeadDim()}, TensorType::kF32, 0.0f});

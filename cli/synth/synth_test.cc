@@ -116,6 +116,58 @@ TEST(SynthPlanTest, Q4KFollowsLlamaCppsQ4KMMix) {
   EXPECT_EQ(FindIn(*plan, "output_norm.weight")->type, TensorType::kF32);
 }
 
+TEST(SynthPlanTest, Q5KFollowsLlamaCppsQ5KMMix) {
+  absl::StatusOr<SynthPlan> plan =
+      PlanSynthModel(*FindSynthPreset("tinyllama-1.1b"), TensorType::kQ5_K);
+  ASSERT_TRUE(plan.ok());
+  const std::set<int> more_bits = {0, 1, 4, 7, 10, 13, 16, 19, 20, 21};  // as for Q4_K_M
+  for (int i = 0; i < 22; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const TensorType want = more_bits.count(i) ? TensorType::kQ6_K : TensorType::kQ5_K;
+    EXPECT_EQ(FindIn(*plan, b + "attn_v.weight")->type, want) << i;
+    EXPECT_EQ(FindIn(*plan, b + "ffn_down.weight")->type, want) << i;
+    for (const char* other : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"}) {
+      EXPECT_EQ(FindIn(*plan, b + other + ".weight")->type, TensorType::kQ5_K) << b << other;
+    }
+  }
+  EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ6_K);
+  EXPECT_EQ(FindIn(*plan, "token_embd.weight")->type, TensorType::kQ5_K);
+}
+
+// Q3_K_M and Q2_K. For "small" these are the types llama-quantize (c392e50)
+// chose; tinyllama's GQA of 8 takes the other attn_v branch of Q2_K.
+TEST(SynthPlanTest, Q3KAndQ2KFollowLlamaCppsQ3KMAndQ2KMixes) {
+  for (const char* preset : {"tinyllama-1.1b", "small"}) {
+    SCOPED_TRACE(preset);
+    const SynthPreset p = *FindSynthPreset(preset);
+    const int n = static_cast<int>(p.n_layer);
+    absl::StatusOr<SynthPlan> q3 = PlanSynthModel(p, TensorType::kQ3_K);
+    absl::StatusOr<SynthPlan> q2 = PlanSynthModel(p, TensorType::kQ2_K);
+    ASSERT_TRUE(q3.ok() && q2.ok());
+    const bool gqa4 = p.n_head / p.n_head_kv >= 4;  // tinyllama 8, small 2
+    for (int i = 0; i < n; ++i) {
+      const std::string b = "blk." + std::to_string(i) + ".";
+      EXPECT_EQ(FindIn(*q3, b + "attn_v.weight")->type,
+                i < 2 ? TensorType::kQ5_K : TensorType::kQ4_K);
+      EXPECT_EQ(FindIn(*q3, b + "ffn_down.weight")->type,
+                i < n / 16 ? TensorType::kQ5_K : TensorType::kQ4_K);
+      EXPECT_EQ(FindIn(*q3, b + "attn_output.weight")->type, TensorType::kQ4_K);
+      EXPECT_EQ(FindIn(*q2, b + "attn_v.weight")->type,
+                gqa4 ? TensorType::kQ4_K : TensorType::kQ3_K);
+      EXPECT_EQ(FindIn(*q2, b + "ffn_down.weight")->type, TensorType::kQ3_K);
+      EXPECT_EQ(FindIn(*q2, b + "attn_output.weight")->type, TensorType::kQ3_K);
+      for (const char* other : {"attn_q", "attn_k", "ffn_gate", "ffn_up"}) {
+        EXPECT_EQ(FindIn(*q3, b + other + ".weight")->type, TensorType::kQ3_K) << b << other;
+        EXPECT_EQ(FindIn(*q2, b + other + ".weight")->type, TensorType::kQ2_K) << b << other;
+      }
+    }
+    EXPECT_EQ(FindIn(*q3, "output.weight")->type, TensorType::kQ6_K);
+    EXPECT_EQ(FindIn(*q2, "output.weight")->type, TensorType::kQ6_K);
+    EXPECT_EQ(FindIn(*q3, "token_embd.weight")->type, TensorType::kQ3_K);
+    EXPECT_EQ(FindIn(*q2, "token_embd.weight")->type, TensorType::kQ2_K);
+  }
+}
+
 TEST(SynthPlanTest, TiedHeadTakesTheOutputRuleAndQ8_0KeepsItsHead) {
   absl::StatusOr<SynthPlan> tied =
       PlanSynthModel(*FindSynthPreset("llama-3.2-1b"), TensorType::kQ4_0);
@@ -340,7 +392,8 @@ TEST_P(SynthTypeTest, TinyModelLoadsAndGenerates) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, SynthTypeTest,
-                         testing::Values("f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k"));
+                         testing::Values("f32", "f16", "q8_0", "q4_0", "q2_k", "q3_k", "q4_k",
+                                         "q5_k", "q6_k"));
 
 TEST(SynthDeterminismTest, SameSeedSameBytesOtherSeedOtherBytes) {
   SynthOptions options;
