@@ -1,20 +1,22 @@
-// x86 AVX2 dot products of Q4_K and Q6_K rows with Q8_K activations (and the
-// token-group loop for Q2_K, Q3_K and Q5_K, whose kernels are in
-// kquant_x86_q235.cc), and an
-// AVX-512 twin of each for prompts, written with intrinsics under
-// target attributes (like qgemm_x86.cc), so MatMul runs them only where
-// CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the AVX-512 ones).
+// x86 AVX2 dot products of Q4_K, Q5_K and Q6_K rows with Q8_K activations
+// (and the token-group loop that also runs kquant_x86_q2q3.cc's Q2_K and
+// Q3_K kernels), and an AVX-512 twin of each for prompts, written with
+// intrinsics under target attributes (like qgemm_x86.cc), so MatMul runs
+// them only where CpuSupports(QGemmTarget::kAvx2) (kAvx512Vnni for the
+// AVX-512 ones).
 //
-// Numerics: exactly DotQ4_K / DotQ6_K of matmul.cc (ggml's AVX2 order). The
-// integer lane sums are exact, only computed with byte multiplies:
-//   - Q4_K: vpmaddubsw(nibble, x) gives pairs of at most 2 * 15 * 128; then
-//     vpmaddwd with the sub-block's scale (< 64) sums pairs into the lane.
+// Numerics: exactly DotQ4_K / DotQ5_K / DotQ6_K of matmul.cc (ggml's AVX2
+// order). The integer lane sums are exact, only computed with byte
+// multiplies:
+//   - Q4_K/Q5_K: vpmaddubsw(q, x), q < 32, gives pairs of at most 2 * 31 *
+//     128; then vpmaddwd with the sub-block's scale (< 64) sums pairs into
+//     the lane. Q4_K's mins go to 4 float lanes, Q5_K's to one float.
 //   - Q6_K: vpmaddubsw(q + 32, x) - vpmaddubsw(32, x) = pairs of (q - 32) * x,
 //     each term at most 2 * 63 * 128 < 32767; then vpmaddwd with the scales
 //     of the two 16-value halves.
 // Lane l of a 32-value group holds positions 4l..4l+3, as in the reference;
 // the float part (d * sum, FMA per super-block, halving reduction) is the
-// reference's. Hot: every Q4_K/Q6_K MatMul on x86.
+// reference's. Hot: every K-quant MatMul on x86.
 #include "inference/ops/kquant_internal.h"
 
 #if defined(__x86_64__)
@@ -28,6 +30,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/kquant_x86_internal.h"
@@ -37,20 +40,64 @@
 namespace ringlm {
 namespace {
 
-// The mins terms' sum, in the reference's order.
-RINGLM_AVX2_TARGET inline float SumQ4_KMins(__m128 acc_m) {
-  alignas(16) float am[4];
-  _mm_store_ps(am, acc_m);
-  return (am[0] + am[2]) + (am[1] + am[3]);
+// Q4_K and Q5_K share their layout, but for Q5_K's fifth bits (qh) and the
+// order in which ggml sums their mins.
+template <typename Block>
+inline constexpr bool kIsQ5_K = std::is_same_v<Block, BlockQ5_K>;
+
+// The values of a Q4_K (4-bit) or Q5_K (5-bit) super-block: lo[c] holds
+// values 64c..64c+31, hi[c] values 64c+32..64c+63.
+template <typename Block>
+RINGLM_AVX2_TARGET inline void UnpackQ45_K(const Block& blk, __m256i lo[4], __m256i hi[4]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i q = Load32(blk.qs + 32 * c);
+    lo[c] = _mm256_and_si256(q, m4);
+    hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+  }
+  if constexpr (kIsQ5_K<Block>) {
+    const __m256i h = Load32(blk.qh);
+    for (int c = 0; c < 4; ++c) {
+      lo[c] = _mm256_or_si256(lo[c], BitAsValue(h, 2 * c, 4));
+      hi[c] = _mm256_or_si256(hi[c], BitAsValue(h, 2 * c + 1, 4));
+    }
+  }
 }
 
-// One Q4_K row against T tokens' Q8_K rows (x[t] = token t's blocks): the
-// weights are unpacked once per super-block for all T. out[t] is computed
-// exactly as for T = 1.
-template <int T>
-RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* x, int64_t n_blocks,
-                                    const uint8_t* ahead, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+// acc_m plus a token's mins term of one super-block, -d_x * dmin * prod, as
+// ggml sums it: Q4_K keeps the 4 products in 4 lanes; Q5_K adds them as one
+// integer and accumulates into lane 0 alone.
+template <typename Block>
+RINGLM_AVX2_TARGET inline __m128 AddMins(__m128 acc_m, const Q4_KBlockScales& s,
+                                         const BlockQ8_K& xb) {
+  if constexpr (kIsQ5_K<Block>) {
+    const __m128i prod = Q4_KMinsProducts(s, xb);
+    const __m128i pair = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4E));
+    const int32_t mins = _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 0xB1)));
+    return _mm_fmadd_ss(_mm_set_ss(-xb.d * s.dmin), _mm_set_ss(static_cast<float>(mins)), acc_m);
+  } else {
+    return AddQ4_KMins(acc_m, s, xb);
+  }
+}
+
+// The mins terms' sum, in the reference's order.
+template <typename Block>
+RINGLM_AVX2_TARGET inline float SumMins(__m128 acc_m) {
+  if constexpr (kIsQ5_K<Block>) {
+    return _mm_cvtss_f32(acc_m);
+  } else {
+    alignas(16) float am[4];
+    _mm_store_ps(am, acc_m);
+    return (am[0] + am[2]) + (am[1] + am[3]);
+  }
+}
+
+// One Q4_K or Q5_K row against T tokens' Q8_K rows (x[t] = token t's
+// blocks): the weights are unpacked once per super-block for all T. out[t]
+// is computed exactly as for T = 1.
+template <typename Block, int T>
+RINGLM_AVX2_TARGET void DotQ45_KAvx2(const Block* w, const BlockQ8_K* const* x, int64_t n_blocks,
+                                     const uint8_t* ahead, float* out) {
   __m256 acc[T];
   __m128 acc_m[T];
   for (int t = 0; t < T; ++t) {
@@ -58,20 +105,16 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
     acc_m[t] = _mm_setzero_ps();
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
-    PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
+    PrefetchAhead<sizeof(Block)>(ahead + b * sizeof(Block));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
     GetQ4_KBlockScales(w[b].scales, w[b].dmin, &bs);
     const int16_t* sc = bs.sc;
     __m256i lo[4], hi[4];
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = Load32(w[b].qs + 32 * c);
-      lo[c] = _mm256_and_si256(q, m4);
-      hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-    }
+    UnpackQ45_K(w[b], lo, hi);
     for (int t = 0; t < T; ++t) {
       const BlockQ8_K& xb = x[t][b];
-      acc_m[t] = AddQ4_KMins(acc_m[t], bs, xb);
+      acc_m[t] = AddMins<Block>(acc_m[t], bs, xb);
       __m256i sumi = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         const __m256i pl = _mm256_maddubs_epi16(lo[c], Load32(xb.qs + 64 * c));
@@ -83,7 +126,7 @@ RINGLM_AVX2_TARGET void DotQ4_KAvx2(const BlockQ4_K* w, const BlockQ8_K* const* 
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * wd), _mm256_cvtepi32_ps(sumi), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]) + SumQ4_KMins(acc_m[t]);
+  for (int t = 0; t < T; ++t) out[t] = Reduce(acc[t]) + SumMins<Block>(acc_m[t]);
 }
 
 // q1..q4 of the reference for half c (0 or 1) of a Q6_K super-block, + 32
@@ -148,12 +191,15 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t,
   const BlockQ8_K* x[T];
   for (int i = 0; i < T; ++i) x[i] = job.x_q8_k + (t + i) * nb;
   const uint8_t* ahead = static_cast<const uint8_t*>(row) + kPrefetchAheadRows * job.row_bytes;
-  if (job.type == TensorType::kQ4_K) {
-    DotQ4_KAvx2<T>(static_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
-  } else if (job.type == TensorType::kQ6_K) {
-    DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
-  } else {
-    KQuant235DotTokensAvx2(job, row, t, T, nb, out);
+  switch (job.type) {
+    case TensorType::kQ4_K:
+      return DotQ45_KAvx2<BlockQ4_K, T>(static_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
+    case TensorType::kQ5_K:
+      return DotQ45_KAvx2<BlockQ5_K, T>(static_cast<const BlockQ5_K*>(row), x, nb, ahead, out);
+    case TensorType::kQ6_K:
+      return DotQ6_KAvx2<T>(static_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
+    default:
+      return Q2Q3_KDotTokensAvx2(job, row, t, T, nb, out);
   }
 }
 
@@ -170,30 +216,30 @@ RINGLM_AVX512BW_TARGET inline __m512i PairOf(const void* a, const void* b) {
   return _mm512_inserti64x4(_mm512_zextsi256_si512(Load32(a)), Load32(b), 1);
 }
 
-// One Q4_K row against the 2P tokens' Q8_K rows x[0..2P); out[t] equals
-// DotQ4_KAvx2's for that token, bit for bit.
-template <int P>
-RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* const* x,
-                                         int64_t n_blocks, const uint8_t* ahead, float* out) {
+// One Q4_K or Q5_K row against the 2P tokens' Q8_K rows x[0..2P); out[t]
+// equals DotQ45_KAvx2's for that token, bit for bit.
+template <typename Block, int P>
+RINGLM_AVX512BW_TARGET void DotQ45_KPairs(const Block* w, const BlockQ8_K* const* x,
+                                          int64_t n_blocks, const uint8_t* ahead, float* out) {
   constexpr int T = 2 * P;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512 acc[P];
   __m128 acc_m[T];
   for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
   for (int t = 0; t < T; ++t) acc_m[t] = _mm_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    PrefetchAhead<sizeof(BlockQ4_K)>(ahead + b * sizeof(BlockQ4_K));
+    PrefetchAhead<sizeof(Block)>(ahead + b * sizeof(Block));
     const float wd = Fp16ToFp32(w[b].d);
     Q4_KBlockScales bs;
     GetQ4_KBlockScales(w[b].scales, w[b].dmin, &bs);
     const int16_t* sc = bs.sc;
+    __m256i lo256[4], hi256[4];
+    UnpackQ45_K(w[b], lo256, hi256);
     __m512i lo[4], hi[4];
     for (int c = 0; c < 4; ++c) {
-      const __m512i q = _mm512_broadcast_i64x4(Load32(w[b].qs + 32 * c));
-      lo[c] = _mm512_and_si512(q, m4);
-      hi[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      lo[c] = _mm512_broadcast_i64x4(lo256[c]);
+      hi[c] = _mm512_broadcast_i64x4(hi256[c]);
     }
-    for (int t = 0; t < T; ++t) acc_m[t] = AddQ4_KMins(acc_m[t], bs, x[t][b]);
+    for (int t = 0; t < T; ++t) acc_m[t] = AddMins<Block>(acc_m[t], bs, x[t][b]);
     for (int p = 0; p < P; ++p) {
       const BlockQ8_K& xa = x[2 * p][b];
       const BlockQ8_K& xb = x[2 * p + 1][b];
@@ -213,11 +259,11 @@ RINGLM_AVX512BW_TARGET void DotQ4_KPairs(const BlockQ4_K* w, const BlockQ8_K* co
   for (int t = 0; t < T; ++t) {
     alignas(64) float lanes[16];
     _mm512_store_ps(lanes, acc[t / 2]);
-    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2)) + SumQ4_KMins(acc_m[t]);
+    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2)) + SumMins<Block>(acc_m[t]);
   }
 }
 
-// One Q6_K row against 2P tokens, as DotQ4_KPairs; out[t] equals
+// One Q6_K row against 2P tokens, as DotQ45_KPairs; out[t] equals
 // DotQ6_KAvx2's for that token, bit for bit.
 template <int P>
 RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* const* x,
@@ -261,7 +307,7 @@ RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* co
   }
 }
 
-// Row r (Q4_K or Q6_K) against tokens [t, t + n), n <= 2P: a missing last token of
+// Row r (Q4_K, Q5_K or Q6_K) against tokens [t, t + n), n <= 2P: a missing last token of
 // a pair repeats the one before it, and its result is dropped.
 template <int P>
 RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n,
@@ -272,7 +318,9 @@ RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t 
   const uint8_t* row = job.w + r * job.row_bytes;
   const uint8_t* ahead = row + kPrefetchAheadRows * job.row_bytes;
   if (job.type == TensorType::kQ4_K) {
-    DotQ4_KPairs<P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
+    DotQ45_KPairs<BlockQ4_K, P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
+  } else if (job.type == TensorType::kQ5_K) {
+    DotQ45_KPairs<BlockQ5_K, P>(reinterpret_cast<const BlockQ5_K*>(row), x, nb, ahead, out);
   } else {
     DotQ6_KPairs<P>(reinterpret_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
   }

@@ -1,5 +1,5 @@
 // AVX2 helpers shared by the K-quant dot kernels of kquant_x86.cc and
-// kquant_x86_q235.cc. Internal to inference/ops; x86 only, and every
+// kquant_x86_q2q3.cc. Internal to inference/ops; x86 only, and every
 // function here runs only where CpuSupports(QGemmTarget::kAvx2).
 #ifndef RINGLM_INFERENCE_OPS_KQUANT_X86_INTERNAL_H_
 #define RINGLM_INFERENCE_OPS_KQUANT_X86_INTERNAL_H_
@@ -76,11 +76,17 @@ RINGLM_AVX2_TARGET inline __m128 AddQ4_KMins(__m128 acc_m, const Q4_KBlockScales
   return _mm_fmadd_ps(_mm_set1_ps(-xb.d * s.dmin), _mm_cvtepi32_ps(Q4_KMinsProducts(s, xb)), acc_m);
 }
 
-// Dot of one Q2_K, Q3_K or Q5_K row (job.type) with tokens [t, t + n), 1 <=
-// n <= 4, into out[0..n), bit-identical to DotOneScalar; fetches the row
+// Bit `bit` (0..7) of each byte of h, as 0 or 1 << value_shift.
+RINGLM_AVX2_TARGET inline __m256i BitAsValue(__m256i h, int bit, int value_shift) {
+  const __m256i one = _mm256_set1_epi8(1);
+  return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, bit), one), value_shift);
+}
+
+// Dot of one Q2_K or Q3_K row (job.type) with tokens [t, t + n), 1 <= n <=
+// 4, into out[0..n), bit-identical to DotOneScalar; fetches the row
 // kPrefetchAheadRows further on meanwhile. Hot.
-void KQuant235DotTokensAvx2(const DotJob& job, const void* row, int64_t t, int64_t n, int64_t nb,
-                            float* out);
+void Q2Q3_KDotTokensAvx2(const DotJob& job, const void* row, int64_t t, int64_t n, int64_t nb,
+                         float* out);
 
 }  // namespace ringlm
 

@@ -336,7 +336,7 @@ float DotOne(const DotJob& job, int64_t r, int64_t t) {
       return DotQ6_K(static_cast<const BlockQ6_K*>(row), job.x_q8_k + t * nb, nb);
     }
     default:
-      // Q2_K, Q3_K, Q5_K: no Highway kernels yet (x86 runs kquant_x86_q235.cc;
+      // Q2_K, Q3_K, Q5_K: no Highway kernels yet (x86 runs kquant_x86*.cc;
       // NEON runs this portable code, whose std::fma is one instruction there).
       return DotOneScalar(job, r, t);
   }
