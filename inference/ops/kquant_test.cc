@@ -31,6 +31,17 @@ TEST(KQuantTest, BlockLayoutsMatchGgml) {
   EXPECT_EQ(RowBytes(TensorType::kQ6_K, 256), 210u);
 }
 
+TEST(KQuantTest, EveryKQuantComputesButNotTheTernaryTypes) {
+  for (TensorType t : {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
+                       TensorType::kQ6_K}) {
+    EXPECT_TRUE(IsComputeSupported(t)) << TraitsOf(t).name;
+  }
+  // Loading these keeps failing with "which the kernels do not support yet".
+  EXPECT_FALSE(IsComputeSupported(TensorType::kTQ1_0));
+  EXPECT_FALSE(IsComputeSupported(TensorType::kTQ2_0));
+  EXPECT_FALSE(IsComputeSupported(TensorType::kQ8_K));  // activations only
+}
+
 TEST(KQuantTest, NearestIntRoundsHalfToEven) {
   EXPECT_EQ(NearestInt(0.5f), 0);
   EXPECT_EQ(NearestInt(1.5f), 2);
