@@ -32,7 +32,7 @@ struct DotJob;
 // kquant_x86.cc and kquant_x86_q2q3.cc,
 // bit-identical to it. Precondition: CpuSupports(QGemmTarget::kAvx2). Hot.
 void KQuantDotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
-// The same for Q4_K, Q5_K and Q6_K, with AVX-512 token pairs for prompts (decode
+// The same, with AVX-512 token pairs for prompts (decode
 // runs the AVX2 kernels), bit-identical to it. Precondition:
 // CpuSupports(QGemmTarget::kAvx512Vnni). Hot.
 void KQuantDotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);

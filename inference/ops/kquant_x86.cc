@@ -209,13 +209,6 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, const void* row, int64_t t,
 // DotQ4_KAvx2's or DotQ6_KAvx2's do, with the same integer and float
 // operations per lane.
 
-#define RINGLM_AVX512BW_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
-
-RINGLM_AVX512BW_TARGET inline __m512i PairOf(const void* a, const void* b) {
-  return _mm512_inserti64x4(_mm512_zextsi256_si512(Load32(a)), Load32(b), 1);
-}
-
 // One Q4_K or Q5_K row against the 2P tokens' Q8_K rows x[0..2P); out[t]
 // equals DotQ45_KAvx2's for that token, bit for bit.
 template <typename Block, int P>
@@ -307,7 +300,7 @@ RINGLM_AVX512BW_TARGET void DotQ6_KPairs(const BlockQ6_K* w, const BlockQ8_K* co
   }
 }
 
-// Row r (Q4_K, Q5_K or Q6_K) against tokens [t, t + n), n <= 2P: a missing last token of
+// Row r (any K-quant) against tokens [t, t + n), n <= 2P: a missing last token of
 // a pair repeats the one before it, and its result is dropped.
 template <int P>
 RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n,
@@ -321,8 +314,10 @@ RINGLM_AVX512BW_TARGET void KQuantPairsAt(const DotJob& job, int64_t r, int64_t 
     DotQ45_KPairs<BlockQ4_K, P>(reinterpret_cast<const BlockQ4_K*>(row), x, nb, ahead, out);
   } else if (job.type == TensorType::kQ5_K) {
     DotQ45_KPairs<BlockQ5_K, P>(reinterpret_cast<const BlockQ5_K*>(row), x, nb, ahead, out);
-  } else {
+  } else if (job.type == TensorType::kQ6_K) {
     DotQ6_KPairs<P>(reinterpret_cast<const BlockQ6_K*>(row), x, nb, ahead, out);
+  } else {
+    Q2Q3_KPairsAvx512(job.type, row, x, P, nb, ahead, out);
   }
   for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
 }

@@ -82,11 +82,27 @@ RINGLM_AVX2_TARGET inline __m256i BitAsValue(__m256i h, int bit, int value_shift
   return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, bit), one), value_shift);
 }
 
+// The target attribute of the AVX-512 pair kernels, run only where
+// CpuSupports(QGemmTarget::kAvx512Vnni).
+#define RINGLM_AVX512BW_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+
+// 32 bytes from a in the low half of a zmm, 32 bytes from b in the high one.
+RINGLM_AVX512BW_TARGET inline __m512i PairOf(const void* a, const void* b) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(Load32(a)), Load32(b), 1);
+}
+
 // Dot of one Q2_K or Q3_K row (job.type) with tokens [t, t + n), 1 <= n <=
 // 4, into out[0..n), bit-identical to DotOneScalar; fetches the row
 // kPrefetchAheadRows further on meanwhile. Hot.
 void Q2Q3_KDotTokensAvx2(const DotJob& job, const void* row, int64_t t, int64_t n, int64_t nb,
                          float* out);
+// Dot of one Q2_K or Q3_K row (`type`) with the 2p tokens x[0..2p), 1 <= p <=
+// 4, into out[0..2p), bit-identical to Q2Q3_KDotTokensAvx2 (AVX-512 pairs);
+// `ahead` is fetched meanwhile. Precondition:
+// CpuSupports(QGemmTarget::kAvx512Vnni). Hot.
+void Q2Q3_KPairsAvx512(TensorType type, const void* row, const BlockQ8_K* const* x, int p,
+                       int64_t nb, const uint8_t* ahead, float* out);
 
 }  // namespace ringlm
 

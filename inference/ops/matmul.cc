@@ -426,10 +426,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
 #if defined(__x86_64__)
   const QGemmTarget x86_target = ActiveQGemmTarget();
   if (x86_target != QGemmTarget::kNone) {
-    if (type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K) {
+    if (IsKQuantWeight(type)) {
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &KQuantDotRowsAvx512 : &KQuantDotRowsAvx2;
-    } else if (IsKQuantWeight(type)) {  // Q2_K, Q3_K: no AVX-512 pairs yet
-      dot_rows = &KQuantDotRowsAvx2;
     } else if (job.order == DotOrder::kTiled) {  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
                                                         : &FloatTiledDotRowsAvx2;
