@@ -127,6 +127,21 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
+// Q5_0 weights x Q8_0 activations (ggml_vec_dot_q5_0_q8_0, AVX2 order): as
+// Q4_0, with 5-bit values.
+float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t partial[8] = {};
+    for (int k = 0; k < 32; ++k) partial[k / 4] += Q5_0Value(w[b], k) * x[b].qs[k];
+    const float scale = Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d);
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(scale, static_cast<float>(partial[lane]), acc[lane]);
+    }
+  }
+  return ReduceLanes<8>(acc);
+}
+
 // Q4_K weights x Q8_K activations (ggml_vec_dot_q4_K_q8_K, AVX2 order): per
 // super-block, 8 exact integer lane sums (lane = (position % 32) / 4) scaled
 // by d and FMA-accumulated; the mins go to 4 lanes; result = halving sum of
@@ -312,6 +327,10 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
       const int64_t nb = cols / kQ4_0BlockSize;
       return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
     }
+    case TensorType::kQ5_0: {
+      const int64_t nb = cols / kQ5_0BlockSize;
+      return DotQ5_0(static_cast<const BlockQ5_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
     case TensorType::kQ4_K: {
       const int64_t nb = cols / kQK_K;
       return DotQ4_K(static_cast<const BlockQ4_K*>(row), job.x_q8_k + t * nb, nb);
@@ -385,7 +404,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       break;
     }
     case TensorType::kQ8_0:
-    case TensorType::kQ4_0: {
+    case TensorType::kQ4_0:
+    case TensorType::kQ5_0: {
       const int64_t nb = cols / kQ8_0BlockSize;
       const size_t needed = static_cast<size_t>(n_tokens * nb);
       if (block_scratch.size() < needed) block_scratch.resize(needed);
@@ -428,7 +448,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   if (x86_target != QGemmTarget::kNone) {
     if (IsKQuantWeight(type)) {
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &KQuantDotRowsAvx512 : &KQuantDotRowsAvx2;
-    } else if (job.order == DotOrder::kTiled) {  // F32, F16, BF16: Q8_0/Q4_0 took QGemm
+    } else if (job.order == DotOrder::kTiled && TraitsOf(type).block_size == 1) {  // F32/F16/BF16
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
                                                         : &FloatTiledDotRowsAvx2;
     }

@@ -3,6 +3,7 @@
 // code on purpose so the two do not share bugs.
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "inference/ops/fp16.h"
@@ -265,7 +266,8 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
       return type == TensorType::kBF16 ? VecDotBf16(w, xv) : VecDotFloat(w, xv);
     }
     case TensorType::kQ8_0:
-    case TensorType::kQ4_0: {
+    case TensorType::kQ4_0:
+    case TensorType::kQ5_0: {
       std::vector<BlockQ8_0> xq(cols / 32);
       QuantizeRowQ8_0Activations(x, xq.data(), cols);
       std::vector<int> wq(cols);
@@ -275,6 +277,15 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
           const auto& blk = static_cast<const BlockQ8_0*>(row)[b];
           wd[b] = Fp16ToFp32(blk.d);
           for (int k = 0; k < 32; ++k) wq[b * 32 + k] = blk.qs[k];
+        } else if (type == TensorType::kQ5_0) {
+          const auto& blk = static_cast<const BlockQ5_0*>(row)[b];
+          wd[b] = Fp16ToFp32(blk.d);
+          uint32_t qh;
+          std::memcpy(&qh, blk.qh, sizeof(qh));
+          for (int k = 0; k < 16; ++k) {
+            wq[b * 32 + k] = ((blk.qs[k] & 0x0F) | (((qh >> k) & 1) << 4)) - 16;
+            wq[b * 32 + 16 + k] = ((blk.qs[k] >> 4) | (((qh >> (k + 16)) & 1) << 4)) - 16;
+          }
         } else {
           const auto& blk = static_cast<const BlockQ4_0*>(row)[b];
           wd[b] = Fp16ToFp32(blk.d);

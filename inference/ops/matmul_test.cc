@@ -21,9 +21,10 @@ namespace {
 
 constexpr TensorType kKQuantTypes[] = {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
                                        TensorType::kQ5_K, TensorType::kQ6_K};
-constexpr TensorType kTypes[] = {
-    TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
-    TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+constexpr TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                                 TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
+                                 TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+                                 TensorType::kQ5_K, TensorType::kQ6_K};
 
 // Weights of `type` made from floats, row by row.
 std::vector<uint8_t> MakeWeights(TensorType type, const std::vector<float>& w, int64_t rows,
@@ -54,7 +55,7 @@ std::pair<double, double> ExactDot(TensorType type, const void* row, const float
     for (float& v : xs) v = Fp16ToFp32(Fp32ToFp16(v));
   } else if (type == TensorType::kBF16) {
     for (float& v : xs) v = Bf16ToFp32(Fp32ToBf16(v));
-  } else if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
+  } else if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0) {
     std::vector<BlockQ8_0> q(cols / 32);
     QuantizeRowQ8_0Activations(x, q.data(), cols);
     DequantizeRow(TensorType::kQ8_0, q.data(), xs.data(), cols);
@@ -162,6 +163,13 @@ TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
       }
     }
   }
+}
+
+// Q5_0 (per-dot kernels, not the integer GEMM) over every batch size up to
+// 67.
+TEST_F(MatMulOnEveryTargetTest, Q5_0OfEveryBatchSizeMatchesReference) {
+  std::mt19937 rng(11);
+  ExpectEveryTokenCountMatchesReference(TensorType::kQ5_0, 5, 96, 67, rng);
 }
 
 // The K-quants' token groups (x86: 4 tokens for AVX2, 4 pairs for AVX-512,

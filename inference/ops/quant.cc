@@ -28,6 +28,36 @@ void QuantizeRowQ8_0(const float* x, void* dst, int64_t n) {
   }
 }
 
+void QuantizeRowQ5_0(const float* x, void* dst, int64_t n) {
+  assert(n % kQ5_0BlockSize == 0);
+  auto* y = static_cast<BlockQ5_0*>(dst);
+  constexpr int64_t kHalf = kQ5_0BlockSize / 2;
+  for (int64_t i = 0; i < n / kQ5_0BlockSize; ++i) {
+    const float* xb = x + i * kQ5_0BlockSize;
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int64_t j = 0; j < kQ5_0BlockSize; ++j) {
+      if (amax < std::fabs(xb[j])) {
+        amax = std::fabs(xb[j]);
+        max = xb[j];
+      }
+    }
+    const float d = max / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = Fp32ToFp16(d);
+    uint32_t qh = 0;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      // As QuantizeRowQ4_0: truncation after + 16.5, two roundings.
+      const int q0 = std::min<int>(31, static_cast<int8_t>(xb[j] * id + 16.5f));
+      const int q1 = std::min<int>(31, static_cast<int8_t>(xb[kHalf + j] * id + 16.5f));
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + kHalf);
+    }
+    std::memcpy(y[i].qh, &qh, sizeof(qh));
+  }
+}
+
 void QuantizeRowQ4_0(const float* x, void* dst, int64_t n) {
   assert(n % kQ4_0BlockSize == 0);
   auto* y = static_cast<BlockQ4_0*>(dst);
@@ -108,6 +138,9 @@ void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n) {
     case TensorType::kQ4_0:
       QuantizeRowQ4_0(src, dst, n);
       return;
+    case TensorType::kQ5_0:
+      QuantizeRowQ5_0(src, dst, n);
+      return;
     case TensorType::kQ2_K:
       QuantizeRowQ2_K(src, dst, n);
       return;
@@ -160,6 +193,16 @@ void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
           dst[i * kQ4_0BlockSize + j] = ((b[i].qs[j] & 0x0F) - 8) * d;
           dst[i * kQ4_0BlockSize + kHalf + j] = ((b[i].qs[j] >> 4) - 8) * d;
         }
+      }
+      return;
+    }
+    case TensorType::kQ5_0: {
+      assert(n % kQ5_0BlockSize == 0);
+      const auto* b = static_cast<const BlockQ5_0*>(src);
+      for (int64_t i = 0; i < n / kQ5_0BlockSize; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        for (int j = 0; j < kQ5_0BlockSize; ++j)
+          dst[i * kQ5_0BlockSize + j] = Q5_0Value(b[i], j) * d;
       }
       return;
     }

@@ -1,11 +1,11 @@
-// Block-quantized formats Q8_0, Q4_0, the K-quants Q2_K, Q3_K, Q4_K, Q5_K,
+// Block-quantized formats Q8_0, Q4_0, Q5_0, the K-quants Q2_K, Q3_K, Q4_K, Q5_K,
 // Q6_K and Q8_K (ggml layouts),
 // their quantizers and row dequantization for every compute-supported type.
 //
 // Contract: functions are pure and thread-safe. Preconditions (not checked in
-// release builds): `n` is a multiple of the type's block size (32 for Q8_0 and
-// Q4_0, 256 for K-quants, 1 for F32/F16/BF16); buffers hold the full row and do not overlap;
-// inputs are finite.
+// release builds): `n` is a multiple of the type's block size (32 for Q8_0,
+// Q4_0 and Q5_0, 256 for K-quants, 1 for F32/F16/BF16); buffers hold the full row and do not
+// overlap; inputs are finite.
 #ifndef RINGLM_INFERENCE_OPS_QUANT_H_
 #define RINGLM_INFERENCE_OPS_QUANT_H_
 
@@ -33,6 +33,23 @@ struct BlockQ4_0 {
   uint8_t qs[kQ4_0BlockSize / 2];
 };
 static_assert(sizeof(BlockQ4_0) == 18, "BlockQ4_0 must match ggml's block_q4_0");
+
+inline constexpr int64_t kQ5_0BlockSize = 32;
+
+// 32 values: the low 4 bits as in BlockQ4_0, bit 4 of value j in bit j of the
+// little-endian qh; value = (q - 16) * Fp16ToFp32(d).
+struct BlockQ5_0 {
+  uint16_t d;  // f16 scale
+  uint8_t qh[4];
+  uint8_t qs[kQ5_0BlockSize / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "BlockQ5_0 must match ggml's block_q5_0");
+
+// The 5-bit value j (0..31) of a Q5_0 block, minus 16.
+inline int Q5_0Value(const BlockQ5_0& b, int j) {
+  const int low = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
+  return (low | (((b.qh[j / 8] >> (j % 8)) & 1) << 4)) - 16;
+}
 
 // K-quants: super-blocks of 256 values (ggml's QK_K).
 inline constexpr int64_t kQK_K = 256;
@@ -145,6 +162,11 @@ void QuantizeRowQ8_0(const float* x, void* dst, int64_t n);
 // ggml's quantize_row_q4_0_ref: d = max / -8 where max is the value of largest
 // magnitude (first one on ties), q = min(15, (int8_t)(x * (1 / d) + 8.5f)).
 void QuantizeRowQ4_0(const float* x, void* dst, int64_t n);
+
+// ggml's quantize_row_q5_0_ref: d = max / -16 where max is the value of
+// largest magnitude (first one on ties), q = min(31, (int8_t)(x * (1 / d) +
+// 16.5f)).
+void QuantizeRowQ5_0(const float* x, void* dst, int64_t n);
 
 // How ggml-cpu quantizes *activations* to Q8_0 on x86 (the AVX/AVX2
 // quantize_row_q8_0, which differs from the reference quantizer):

@@ -141,6 +141,34 @@ TEST(QuantTest, Q4_0HandComputedBlocks) {
   EXPECT_EQ(y[2], 0.0f);
 }
 
+TEST(QuantTest, Q5_0HandComputedBlocks) {
+  EXPECT_EQ(TraitsOf(TensorType::kQ5_0).block_bytes, sizeof(BlockQ5_0));
+  // Largest magnitude is negative: d = -16 / -16 = 1.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -16.0f;  // q = (int8)(0.5) = 0
+  x[1] = 15.0f;   // 31: low 15, bit 1 of qh set
+  x[2] = 15.4f;   // (int8)31.9 = 31
+  x[3] = -0.6f;   // (int8)15.9 = 15: bit 3 clear
+  x[16] = 1.0f;   // 17: low nibble 1 in the high half of byte 0, bit 16 set
+  BlockQ5_0 b;
+  QuantizeRowQ5_0(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0x3c00);
+  EXPECT_EQ(b.qs[0], 0x00 | (1 << 4));
+  EXPECT_EQ(b.qs[1], 15 | (0 << 4));  // value 17 is 0 -> q 16: low 0, bit 17 set
+  EXPECT_EQ(b.qs[3], 15 | (0 << 4));
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  EXPECT_EQ(qh & 0xF, 0b0110u);  // values 1 and 2 have bit 4; 0 and 3 do not
+  EXPECT_EQ((qh >> 16) & 0x3, 0b11u);
+  std::vector<float> y(32);
+  DequantizeRow(TensorType::kQ5_0, &b, y.data(), 32);
+  EXPECT_EQ(y[0], -16.0f);
+  EXPECT_EQ(y[1], 15.0f);
+  EXPECT_EQ(y[3], -1.0f);
+  EXPECT_EQ(y[16], 1.0f);
+  EXPECT_EQ(y[5], 0.0f);
+}
+
 TEST(QuantTest, DequantizedErrorIsBounded) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 2.0f);
