@@ -17,6 +17,8 @@
 #define HWY_TARGET_INCLUDE "inference/ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // foreach_target.h must come first.
+#include <cstring>
+
 #include "hwy/highway.h"
 #include "inference/ops/fp16.h"
 #include "inference/ops/matmul_internal.h"
@@ -183,6 +185,49 @@ float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceAcc8(acc);
 }
 
+// Q5_0: Q4_0's lanes, each nibble joined with its bit 4 from qh: the value in
+// byte t of lane l (of the 8) is 4l + t, so its bit is qh >> (4l + t).
+float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const auto k16 = hn::Set(di, 16);
+  const auto one = hn::Set(di, 1);
+  hn::Vec<DI> bit_of_lane[kQV];  // 4 * (lane index among the 8)
+  for (size_t v = 0; v < kQV; ++v) {
+    bit_of_lane[v] = hn::Mul(hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(kQ * v))),
+                             hn::Set(di, 4));
+  }
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+    int32_t qh_bits;
+    std::memcpy(&qh_bits, w[b].qh, sizeof(qh_bits));
+    const auto qh = hn::Set(di, qh_bits);
+    hn::Vec<DI> wv[kQV];
+    if constexpr (kQ == 8) {
+      const hn::Half<DI> dh;
+      const auto q = hn::LoadU(dh, reinterpret_cast<const int32_t*>(w[b].qs));
+      wv[0] = hn::Combine(di, hn::ShiftRight<4>(q), q);
+    } else {
+      const auto q = LoadWords(w[b].qs);
+      wv[0] = q;
+      wv[kQV - 1] = hn::ShiftRight<4>(q);
+    }
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      hn::Vec<DI> p = hn::Zero(di);
+      for (int t = 0; t < 4; ++t) {
+        const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane[v], hn::Set(di, t))), one);
+        const auto q = hn::Sub(hn::Or(Nibble(wv[v], 8 * t), hn::ShiftLeft<4>(high)), k16);
+        p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+      }
+      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
+    }
+  }
+  return ReduceAcc8(acc);
+}
+
 float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   const DI di;
   const DF8 df;
@@ -326,6 +371,10 @@ float DotOne(const DotJob& job, int64_t r, int64_t t) {
     case TensorType::kQ4_0: {
       const int64_t nb = cols / kQ4_0BlockSize;
       return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kQ5_0: {
+      const int64_t nb = cols / kQ5_0BlockSize;
+      return DotQ5_0(static_cast<const BlockQ5_0*>(row), job.x_q8_0 + t * nb, nb);
     }
     case TensorType::kQ4_K: {
       const int64_t nb = cols / kQK_K;
