@@ -20,11 +20,12 @@
 //     depends on the batch it is computed in (prefix-cached runs equal
 //     uncached ones). ggml's decode steps on such shapes differ from ours in
 //     the last bits.
-//   - Q8_0/Q4_0 dots: per block, 8 exact integer partial sums (4 products
-//     each) are scaled by d_w*d_x (one float product) and FMA-accumulated in 8
-//     float lanes; the lanes are reduced by halving. Both orders agree. On x86
-//     with AVX2 or AVX512-VNNI, and on ARM with dotprod, these are computed, for every batch size,
-//     by the register-tiled integer GEMM of qgemm_internal.h (same bits).
+//   - Q8_0/Q4_0/Q5_0 dots: per block, 8 exact integer partial sums (4
+//     products each) are scaled by d_w*d_x (one float product) and
+//     FMA-accumulated in 8 float lanes; the lanes are reduced by halving. Both
+//     orders agree. On x86 with AVX2 or AVX512-VNNI, and on ARM with dotprod,
+//     Q8_0/Q4_0 are computed, for every batch size, by the register-tiled
+//     integer GEMM of qgemm_internal.h (same bits).
 //   - K-quant (Q2_K..Q6_K) weights quantize x to Q8_K (QuantizeRowQ8_K)
 //     and follow ggml_vec_dot_q{2,3,4,5,6}_K_q8_K's AVX2 code: per 256-value
 //     super-block, 8 exact integer lane sums (lane = (position % 32) / 4)

@@ -46,8 +46,8 @@ struct DotJob {
   int64_t rows = 0;
   int64_t cols = 0;
   const float* x_floats = nullptr;    // F32/F16/BF16: n_tokens x cols, rounded
-  const BlockQ8_0* x_q8_0 = nullptr;  // Q8_0/Q4_0: n_tokens x cols/32
-  const BlockQ8_K* x_q8_k = nullptr;  // Q4_K/Q6_K: n_tokens x cols/256
+  const BlockQ8_0* x_q8_0 = nullptr;  // Q8_0/Q4_0/Q5_0: n_tokens x cols/32
+  const BlockQ8_K* x_q8_k = nullptr;  // K-quants: n_tokens x cols/256
   float* y = nullptr;                 // n_tokens x rows
 };
 
