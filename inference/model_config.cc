@@ -1,5 +1,7 @@
 #include "inference/model_config.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -99,6 +101,37 @@ absl::Status ReadHeadDim(const GgufFile& file, const std::string& p, ModelConfig
   return absl::OkStatus();
 }
 
+// A positive, finite float key, or `fallback` when it is absent.
+absl::StatusOr<float> GetPositive(const GgufFile& file, const std::string& key, float fallback) {
+  if (file.Find(key) == nullptr) return fallback;
+  RINGLM_ASSIGN_OR_RETURN(const float v, file.GetFloat(key));
+  if (!(v > 0 && std::isfinite(v))) {
+    return absl::InvalidArgumentError(absl::StrCat("key '", key, "' = ", v, " is not positive"));
+  }
+  return v;
+}
+
+// Gemma 2 (llama.cpp c392e50's build_gemma2 and its hparams): soft-caps
+// (50 and 30 when absent), the sliding window (4096 when absent) on even layers, the embedding
+// scale, and Q scaled after RoPE by 1 / sqrt(head_dim), or by 1 / sqrt(n_embd / n_head) for the
+// 46-layer 27B (llama.cpp picks by layer count; the GGUF carries no query_pre_attn_scalar).
+absl::Status ReadGemma2(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  RINGLM_ASSIGN_OR_RETURN(c.attn_softcap, GetPositive(file, p + "attn_logit_softcapping", 50.0f));
+  RINGLM_ASSIGN_OR_RETURN(c.final_softcap, GetPositive(file, p + "final_logit_softcapping", 30.0f));
+  c.n_swa = 4096;
+  if (file.Find(p + "attention.sliding_window") != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_swa, GetBounded(file, p + "attention.sliding_window", 1u << 24));
+  }
+  c.swa_period = 2;
+  c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  c.has_post_norms = true;
+  c.gelu_ffn = true;
+  c.kq_scale = 1.0f;
+  const uint32_t scale_dim = c.n_layer == 46 ? c.n_embd / c.n_head : c.head_dim;
+  c.q_scale = 1.0f / std::sqrt(static_cast<float>(scale_dim));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
@@ -114,10 +147,12 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   } else if (c.architecture == "qwen3" || c.architecture == "qwen3moe") {
     c.rope_style = RopeStyle::kNeox;
     c.has_qk_norm = true;
+  } else if (c.architecture == "gemma2") {
+    c.rope_style = RopeStyle::kNeox;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("unsupported architecture '", c.architecture,
-                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe)"));
+                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;
@@ -139,6 +174,7 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
         absl::StrCat("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv));
   }
   RINGLM_RETURN_IF_ERROR(ReadHeadDim(file, p, c));
+  c.kq_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   c.n_rot = c.head_dim;
   if (file.Find(p + "rope.dimension_count") != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(c.n_rot, GetBounded(file, p + "rope.dimension_count", c.head_dim));
@@ -159,6 +195,7 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     }
   }
   RINGLM_RETURN_IF_ERROR(ReadExperts(file, p, c));
+  if (c.architecture == "gemma2") RINGLM_RETURN_IF_ERROR(ReadGemma2(file, p, c));
   // The vocabulary size is the embedding's row count; the tokenizer checks
   // that its own list agrees.
   absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");

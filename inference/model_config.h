@@ -14,7 +14,7 @@ namespace ringlm {
 // Everything the forward pass needs to know about the model's shape. Plain
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3" or "qwen3moe"
+  std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe" or "gemma2"
   std::string name;          // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
@@ -40,15 +40,34 @@ struct ModelConfig {
   uint32_t n_ff_exp = 0;             // an expert's width: n_ff on llama (Mixtral)
   uint32_t n_ff_shexp = 0;           // the shared expert's width; 0: none
   bool expert_weights_norm = false;  // the chosen weights are rescaled to sum 1
+  // Attention scaling: llama.cpp multiplies K.Q by kq_scale in the softmax;
+  // Gemma 2 instead multiplies Q by q_scale after RoPE (then kq_scale is 1).
+  float kq_scale = 1.0f;  // 1 / sqrt(head_dim) but on gemma2
+  float q_scale = 1.0f;   // gemma2: 1 / sqrt(head_dim), or n_embd / n_head at 46 layers
+  // Gemma 2: the embeddings are multiplied by embd_scale (sqrt(n_embd));
+  // every block has post-attention and post-FFN norms and a GELU-gated
+  // feed-forward; attention scores and logits are soft-capped
+  // (cap * tanh(x / cap); 0: none); the layers il with (il + 1) % swa_period
+  // != 0 attend only to the last n_swa positions (swa_period 0: none).
+  float embd_scale = 1.0f;
+  bool has_post_norms = false;
+  bool gelu_ffn = false;
+  float attn_softcap = 0.0f;   // {arch}.attn_logit_softcapping
+  float final_softcap = 0.0f;  // {arch}.final_logit_softcapping
+  uint32_t n_swa = 0;          // {arch}.attention.sliding_window
+  uint32_t swa_period = 0;     // gemma2: 2 (even layers slide, odd ones are global)
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_moe() const { return n_expert > 0; }
+  // Whether layer il attends only to a window of n_swa positions.
+  bool IsSlidingLayer(uint32_t il) const { return swa_period != 0 && (il + 1) % swa_period != 0; }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe (or experts on the dense
-  // ones but llama, or values as wide as keys); NotFound for a missing key;
-  // InvalidArgument, naming the key, for values that contradict each other
-  // (heads that do not divide n_embd, more experts used than exist, ...).
+  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2 (or experts on
+  // the dense ones but llama, or values as wide as keys); NotFound for a
+  // missing key; InvalidArgument, naming the key, for values that contradict
+  // each other (heads that do not divide n_embd, more experts used than
+  // exist, a soft-cap or sliding window that is not positive, ...).
   static absl::StatusOr<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -1,5 +1,7 @@
 #include "inference/model_config.h"
 
+#include <cmath>
+
 #include "gguf/gguf_writer.h"
 #include "gtest/gtest.h"
 #include "inference/model.h"
@@ -100,6 +102,79 @@ TEST(ModelConfigTest, WithoutKeyLengthHeadsMustDivideTheWidth) {
   w.SetUint32("qwen3.attention.head_count", 6);
   w.SetUint32("qwen3.attention.head_count_kv", 3);
   EXPECT_EQ(ConfigOf(w).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A gemma2 header shaped like Gemma 2 2B scaled down: heads of 64 at n_embd
+// 256 with 2 heads, soft-caps, a window of 16.
+GgufWriter Gemma2Header() {
+  GgufWriter w;
+  w.SetString("general.architecture", "gemma2");
+  w.SetUint32("gemma2.block_count", 26);
+  w.SetUint32("gemma2.context_length", 128);
+  w.SetUint32("gemma2.embedding_length", 256);
+  w.SetUint32("gemma2.feed_forward_length", 512);
+  w.SetUint32("gemma2.attention.head_count", 2);
+  w.SetUint32("gemma2.attention.head_count_kv", 1);
+  w.SetUint32("gemma2.attention.key_length", 64);
+  w.SetUint32("gemma2.attention.value_length", 64);
+  w.SetFloat32("gemma2.attn_logit_softcapping", 50.0f);
+  w.SetFloat32("gemma2.final_logit_softcapping", 30.0f);
+  w.SetUint32("gemma2.attention.sliding_window", 16);
+  EXPECT_TRUE(w.AddTensor("token_embd.weight", {256, 300}, TensorType::kF32,
+                          std::string(256 * 300 * sizeof(float), '\0'))
+                  .ok());
+  return w;
+}
+
+TEST(ModelConfigTest, Gemma2ReadsSoftCapsWindowAndScales) {
+  absl::StatusOr<ModelConfig> c = ConfigOf(Gemma2Header());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(c->head_dim, 64u);
+  EXPECT_FLOAT_EQ(c->attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(c->final_softcap, 30.0f);
+  EXPECT_EQ(c->n_swa, 16u);
+  EXPECT_TRUE(c->has_post_norms);
+  EXPECT_TRUE(c->gelu_ffn);
+  EXPECT_EQ(c->embd_scale, 16.0f);
+  // Q is scaled after RoPE by 1 / sqrt(head_dim); the softmax then by 1.
+  EXPECT_EQ(c->q_scale, 0.125f);
+  EXPECT_EQ(c->kq_scale, 1.0f);
+  // Even layers slide, odd ones attend to everything.
+  EXPECT_TRUE(c->IsSlidingLayer(0));
+  EXPECT_FALSE(c->IsSlidingLayer(1));
+  EXPECT_TRUE(c->IsSlidingLayer(24));
+  EXPECT_FALSE(c->IsSlidingLayer(25));
+}
+
+TEST(ModelConfigTest, Gemma2DefaultsAsLlamaCpp) {
+  GgufWriter w = Gemma2Header();
+  w.Remove("gemma2.attn_logit_softcapping");
+  w.Remove("gemma2.final_logit_softcapping");
+  w.Remove("gemma2.attention.sliding_window");
+  w.SetUint32("gemma2.block_count", 46);  // the 27B: Q scaled by 1 / sqrt(n_embd / n_head)
+  absl::StatusOr<ModelConfig> c = ConfigOf(w);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FLOAT_EQ(c->attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(c->final_softcap, 30.0f);
+  EXPECT_EQ(c->n_swa, 4096u);
+  EXPECT_EQ(c->q_scale, 1.0f / std::sqrt(128.0f));
+}
+
+TEST(ModelConfigTest, Gemma2BadSoftCapOrWindowIsNamed) {
+  for (const char* key : {"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping"}) {
+    GgufWriter w = Gemma2Header();
+    w.SetFloat32(key, 0.0f);
+    absl::StatusOr<ModelConfig> c = ConfigOf(w);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status();
+  }
+  GgufWriter w = Gemma2Header();
+  w.SetUint32("gemma2.attention.sliding_window", 0);
+  absl::StatusOr<ModelConfig> c = ConfigOf(w);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("gemma2.attention.sliding_window"), std::string::npos)
+      << c.status();
 }
 
 TEST(ModelTest, LoadsOnlyTheRequestedLayers) {

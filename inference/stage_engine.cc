@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "inference/gemma_ops.h"
 #include "inference/moe_ffn.h"
 #include "inference/ops/activations.h"
 #include "inference/ops/attention.h"
@@ -24,13 +26,12 @@ void AddBias(const float* bias, int64_t n_rows, int64_t dim, float* x) {
   }
 }
 
-// In place, RMSNorm of each of n_heads contiguous heads of head_dim values
-// (ggml's rms_norm over rows of head_dim, then the mul). Nothing when
-// `weight` is null.
-void NormHeads(const float* weight, int64_t n_heads, int64_t head_dim, float eps, float* x) {
+// In place, RMSNorm of each of n_rows contiguous rows of `dim` values
+// (ggml's rms_norm, then the mul): Qwen 3's per-head norms, Gemma's
+// post-norms. Nothing when `weight` is null.
+void NormRows(const float* weight, int64_t n_rows, int64_t dim, float eps, float* x) {
   if (weight == nullptr) return;
-  for (int64_t h = 0; h < n_heads; ++h)
-    RmsNorm(x + h * head_dim, weight, x + h * head_dim, head_dim, eps);
+  for (int64_t r = 0; r < n_rows; ++r) RmsNorm(x + r * dim, weight, x + r * dim, dim, eps);
 }
 
 void Project(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
@@ -84,20 +85,28 @@ void StageEngine::Embed(std::span<const int32_t> tokens, float* x) const {
   for (size_t t = 0; t < tokens.size(); ++t) {
     DequantizeRow(e.type, base + row_bytes * tokens[t], x + t * e.cols, e.cols);
   }
+  if (config_.embd_scale != 1.0f) {  // Gemma: ggml_scale by sqrt(n_embd)
+    for (size_t i = 0; i < tokens.size() * e.cols; ++i) x[i] *= config_.embd_scale;
+  }
 }
 
 // Causal attention of each new query over its own session's cache, per
 // head. Mirrors llama.cpp's non-flash path: queries are rounded to f16 to
 // meet the f16 keys, and the softmax weights are rounded to f16 to meet the
 // f16 values. The dot products and the weighted sum run in SIMD kernels
-// (ops/attention.h) in ggml_vec_dot_f16's order.
+// (ops/attention.h) in ggml_vec_dot_f16's order. Gemma 2 soft-caps the
+// scores before the softmax, and on its sliding layers masks the keys more
+// than n_swa - 1 positions back to -inf (their weights come out 0), as
+// llama.cpp's KQ_mask_swa does: the row keeps its length, so the softmax
+// groups its values as ggml does.
 void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q,
                             float* out) const {
+  const bool sliding = config_.IsSlidingLayer(weights_.range().first + layer);
   const int64_t n_head = config_.n_head;
   const int64_t hd = config_.head_dim;
   const int64_t group = config_.n_head / config_.n_head_kv;
   const int64_t stride = config_.n_embd_kv();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = config_.kq_scale;
   const int64_t n = static_cast<int64_t>(layout.pos.size());
   // One item per token and KV head: the `group` query heads that share the
   // KV head share the loads of its keys.
@@ -129,8 +138,11 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
       }
       AttentionScoresF16(q16.data(), group, keys.data(), n_keys, hd, scale, scores.data(),
                          layout.max_keys);
+      const int64_t n_masked = sliding ? std::max<int64_t>(0, n_keys - config_.n_swa) : 0;
       for (int64_t g = 0; g < group; ++g) {
         float* head_scores = scores.data() + g * layout.max_keys;
+        if (config_.attn_softcap > 0) SoftCapInPlace(head_scores, n_keys, config_.attn_softcap);
+        std::fill(head_scores, head_scores + n_masked, -std::numeric_limits<float>::infinity());
         SoftmaxInPlace(head_scores, n_keys);
         RoundThroughF16(head_scores, n_keys);
       }
@@ -222,12 +234,16 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     AddBias(w.bk, n, kv_dim, k.data());
     AddBias(w.bv, n, kv_dim, v.data());
     // Qwen 3: RMSNorm of every Q and K head, before RoPE.
-    NormHeads(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
-    NormHeads(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
-    // RoPE at absolute positions, then K and V into each session's cache as f16.
+    NormRows(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
+    NormRows(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
+    // RoPE at absolute positions (then Gemma's Q scale), then K and V into
+    // each session's cache as f16.
     for (int64_t t = 0; t < n; ++t) {
       const int64_t pos = layout.pos[t];
       ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.rope_freq_base, c.rope_style);
+      if (c.q_scale != 1.0f) {
+        for (int64_t i = 0; i < q_dim; ++i) q[t * q_dim + i] *= c.q_scale;
+      }
       ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.rope_freq_base,
                 c.rope_style);
       KvCache& cache = *layout.caches[layout.item[t]];
@@ -241,8 +257,10 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     // Causal attention over each session's cache, output projection, residual.
     Attention(layout, cache_layer, q.data(), attn.data());
     Project(w.wo, attn.data(), n, proj.data(), pool_);
+    NormRows(w.attn_post_norm, n, n_embd, c.rms_eps, proj.data());
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
-    // FFN norm, SwiGLU feed-forward (or a mixture of SwiGLU experts), residual.
+    // FFN norm, SwiGLU (Gemma: GELU-gated) feed-forward (or a mixture of
+    // SwiGLU experts), Gemma's post-FFN norm, residual.
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(&x[t * n_embd], w.ffn_norm, &cur[t * n_embd], n_embd, c.rms_eps);
     }
@@ -254,10 +272,15 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
       // Row by row, as ggml does: the SIMD groups and the scalar tail then fall
       // on the same elements of a position however many positions are stacked.
       for (int64_t t = 0; t < n; ++t) {
-        SwiGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+        if (c.gelu_ffn) {
+          GeluGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+        } else {
+          SwiGlu(&gate[t * c.n_ff], &up[t * c.n_ff], &gate[t * c.n_ff], c.n_ff);
+        }
       }
       Project(w.down, gate.data(), n, proj.data(), pool_);
     }
+    NormRows(w.ffn_post_norm, n, n_embd, c.rms_eps, proj.data());
     for (int64_t i = 0; i < n * n_embd; ++i) x[i] += proj[i];
   }
   for (const StageBatchItem& it : items) {
@@ -297,6 +320,7 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
   }
   std::vector<float> logits(out_rows * c.n_vocab);
   Project(weights_.output(), cur.data(), out_rows, logits.data(), pool_);
+  if (c.final_softcap > 0) SoftCapInPlace(logits.data(), out_rows * c.n_vocab, c.final_softcap);
   int64_t done = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const int64_t count = rows[i].second;

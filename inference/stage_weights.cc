@@ -161,6 +161,12 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
     RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"), q_dim, c.n_embd));
     RINGLM_ASSIGN_OR_RETURN(l.ffn_norm, view.Vector(BlockName(i, "ffn_norm"), c.n_embd));
     RINGLM_RETURN_IF_ERROR(LoadFeedForward(view, c, i, l));
+    if (c.has_post_norms) {
+      RINGLM_ASSIGN_OR_RETURN(l.attn_post_norm,
+                              view.Vector(BlockName(i, "post_attention_norm"), c.n_embd));
+      RINGLM_ASSIGN_OR_RETURN(l.ffn_post_norm,
+                              view.Vector(BlockName(i, "post_ffw_norm"), c.n_embd));
+    }
     w.layers_.push_back(l);
   }
   if (w.is_last_) {

@@ -66,6 +66,10 @@ struct LayerWeights {
   WeightMatrix up;                   // [n_embd -> n_ff]; dense models only
   WeightMatrix down;                 // [n_ff -> n_embd]; dense models only
   MoeWeights moe;                    // MoE models only
+  // Gemma 2 only, [n_embd]: the norms of the attention and feed-forward
+  // outputs, before each joins the residual.
+  const float* attn_post_norm = nullptr;  // post_attention_norm
+  const float* ffn_post_norm = nullptr;   // post_ffw_norm
 };
 
 // Half-open layer range [first, last) of a model with n_layer layers.
