@@ -1,8 +1,9 @@
 // The engine on synthetic mixture-of-experts models (moe-tiny, Mixtral's
 // layout; qwen2moe-tiny, with a shared expert; qwen3moe-tiny, with QK-norm
-// and heads wider than n_embd / n_head): a split over stages, a batch
-// of sessions, a chunked prefill and another thread count all give the bits
-// of one whole-model pass.
+// and heads wider than n_embd / n_head) and on gemma2-tiny (sliding-window
+// layers, whose window of 16 the 24-position prompt overruns): a split over
+// stages, a batch of sessions, a chunked prefill and another thread count
+// all give the bits of one whole-model pass.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,11 +19,14 @@
 namespace ringlm {
 namespace {
 
-const std::vector<int32_t> kPrompt = {1, 318, 271, 519, 1476, 1161, 264, 262, 847, 261, 900, 77};
+const std::vector<int32_t> kPrompt = {1,   318, 271,  519, 1476, 1161, 264,  262,
+                                      847, 261, 900,  77,  314,  779,  1278, 269,
+                                      531, 492, 1179, 271, 694,  309,  914,  1061};
 
 struct MoeCase {
   std::string preset;
   TensorType type;
+  bool moe = true;  // false: a dense preset (gemma2-tiny)
 };
 
 class MoeEngineTest : public testing::TestWithParam<MoeCase> {
@@ -55,7 +59,7 @@ TEST_P(MoeEngineTest, EverySplitEqualsTheWholeModelBitForBit) {
   ThreadPool pool(2);
   std::unique_ptr<Model> whole = Load(std::nullopt);
   ASSERT_NE(whole, nullptr);
-  ASSERT_TRUE(whole->config().is_moe());
+  ASSERT_EQ(whole->config().is_moe(), GetParam().moe);
   StageEngine engine(whole->config(), whole->weights(), &pool);
   KvCache cache = engine.NewCache(128);
   std::vector<float> expected;
@@ -94,7 +98,7 @@ TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
     return std::vector<float>(expected.begin() + first * n_vocab,
                               expected.begin() + (first + count) * n_vocab);
   };
-  // One thread; then chunks of 5, 1 and 6 positions.
+  // One thread; then chunks of 5, 1, 6, 9 and 3 positions.
   KvCache solo = single.NewCache(128);
   std::vector<float> out;
   ASSERT_TRUE(single.Forward(solo, {kPrompt, {}}, LogitsMode::kAllPositions, &out).ok());
@@ -102,33 +106,34 @@ TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
   KvCache chunked = engine.NewCache(128);
   const std::span<const int32_t> prompt(kPrompt);
   size_t done = 0;
-  for (size_t count : {5, 1, 6}) {
+  for (size_t count : {5, 1, 6, 9, 3}) {
     ASSERT_TRUE(
         engine.Forward(chunked, {prompt.subspan(done, count), {}}, LogitsMode::kAllPositions, &out)
             .ok());
     EXPECT_EQ(out, rows(done, count)) << "chunk at " << done;
     done += count;
   }
-  // Three sessions in one batch: a prefill, a decode step after 7
+  // Three sessions in one batch: a prefill, a decode step after 20
   // positions, and a chunk after 3; each equals its rows of the whole pass.
   KvCache a = engine.NewCache(128), b = engine.NewCache(128), c = engine.NewCache(128);
-  ASSERT_TRUE(engine.Forward(b, {prompt.first(7), {}}, LogitsMode::kLastPosition, &out).ok());
+  ASSERT_TRUE(engine.Forward(b, {prompt.first(20), {}}, LogitsMode::kLastPosition, &out).ok());
   ASSERT_TRUE(engine.Forward(c, {prompt.first(3), {}}, LogitsMode::kLastPosition, &out).ok());
   std::vector<float> out_a, out_b, out_c;
   const std::vector<StageBatchItem> items = {{&a, {prompt, {}}, &out_a},
-                                             {&b, {prompt.subspan(7, 1), {}}, &out_b},
-                                             {&c, {prompt.subspan(3, 6), {}}, &out_c}};
+                                             {&b, {prompt.subspan(20, 1), {}}, &out_b},
+                                             {&c, {prompt.subspan(3, 18), {}}, &out_c}};
   ASSERT_TRUE(engine.ForwardBatch(items, LogitsMode::kAllPositions).ok());
   EXPECT_EQ(out_a, expected);
-  EXPECT_EQ(out_b, rows(7, 1));
-  EXPECT_EQ(out_c, rows(3, 6));
+  EXPECT_EQ(out_b, rows(20, 1));
+  EXPECT_EQ(out_c, rows(3, 18));
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                          testing::Values(MoeCase{"moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"moe-tiny", TensorType::kF16},
                                          MoeCase{"qwen2moe-tiny", TensorType::kQ8_0},
-                                         MoeCase{"qwen3moe-tiny", TensorType::kQ8_0}),
+                                         MoeCase{"qwen3moe-tiny", TensorType::kQ8_0},
+                                         MoeCase{"gemma2-tiny", TensorType::kQ8_0, false}),
                          [](const testing::TestParamInfo<MoeCase>& info) {
                            std::string name = info.param.preset + "_" +
                                               std::string(TraitsOf(info.param.type).name);

@@ -96,7 +96,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
 // The architectures synth writes, and whether they have experts.
 bool ArchitectureFits(const SynthPreset& p) {
   if (p.architecture == "llama") return true;
-  if (p.architecture == "qwen3") return p.n_expert == 0;
+  if (p.architecture == "qwen3" || p.architecture == "gemma2") return p.n_expert == 0;
   return (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") && p.n_expert > 0;
 }
 
@@ -140,6 +140,13 @@ const std::vector<SynthPreset>& SynthPresets() {
       // Qwen3-30B-A3B's layout scaled down: 16 experts of width 128, 4 used.
       {"qwen3moe-tiny", 256, 4, 8, 4, 128, 2048, 512, 1000000.0f, 1e-6f, false, 16, 4, 0.05f,
        "qwen3moe", 0, 64},
+      // Gemma 2 2B's layout scaled down: its 26 layers (llama.cpp c392e50
+      // knows Gemma 2 only at 26, 42 and 46 layers), heads narrower than
+      // n_embd / n_head (4 x 48 at n_embd 256), soft-caps 50 and 30, and a
+      // window of 16 positions on the even layers, shorter than a prompt
+      // and its 32 generated tokens.
+      {"gemma2-tiny", 256, 26, 4,     2,        768, 2048, 512,   10000.0f, 1e-6f,
+       true,          0,   0,  0.05f, "gemma2", 0,   48,   50.0f, 30.0f,    16},
   };
   return *presets;
 }
@@ -242,8 +249,8 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
-        "(which qwen2moe and qwen3moe need, and qwen3 refuses), architecture llama, qwen2moe, ",
-        "qwen3 or qwen3moe ", "and n_vocab >= ", min_vocab));
+        "(which qwen2moe and qwen3moe need, and qwen3 and gemma2 refuse), architecture llama, ",
+        "qwen2moe, qwen3, qwen3moe or gemma2 ", "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -274,6 +281,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   };
   const bool qwen = p.architecture == "qwen2moe";
   const bool qk_norm = p.architecture == "qwen3" || p.architecture == "qwen3moe";
+  const bool gemma = p.architecture == "gemma2";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);
@@ -295,6 +303,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
       plan.tensors.push_back(
           SynthTensor{b + "attn_q_norm.weight", {p.HeadDim()}, TensorType::kF32, 0.0f});
     }
+    if (gemma) norm(b + "post_attention_norm.weight");
     norm(b + "ffn_norm.weight");
     if (p.n_expert > 0) {
       // The router stays f32 (convert_hf_to_gguf writes it so, and
@@ -315,6 +324,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
     matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
     matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+    if (gemma) norm(b + "post_ffw_norm.weight");
   }
   norm("output_norm.weight");
   if (!p.tied_output) matrix("output.weight", p.n_embd, p.n_vocab, Role::kOutput, 0);

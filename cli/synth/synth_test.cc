@@ -246,6 +246,25 @@ TEST(SynthPlanTest, Qwen2MoeTinyHasBiasesAndASharedExpert) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SynthPlanTest, Gemma2TinyHasPostNormsAndBothLayerKinds) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("gemma2-tiny");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->n_layer, 26u);  // the only small depth llama.cpp c392e50 runs Gemma 2 at
+  EXPECT_EQ(p->HeadDim(), 48u);
+  EXPECT_EQ(p->n_swa, 16u);  // shorter than the reference prompts plus 32 ids
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kQ8_0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.25.attn_q.weight")->dims, (std::vector<uint64_t>{256, 192}));
+  EXPECT_EQ(FindIn(*plan, "blk.25.post_attention_norm.weight")->dims, (std::vector<uint64_t>{256}));
+  EXPECT_EQ(FindIn(*plan, "blk.25.post_ffw_norm.weight")->type, TensorType::kF32);
+  EXPECT_EQ(FindIn(*plan, "output.weight"), nullptr);  // tied
+  // Another architecture's preset has no post-norms.
+  absl::StatusOr<SynthPlan> qwen3 =
+      PlanSynthModel(*FindSynthPreset("qwen3-tiny"), TensorType::kF16);
+  ASSERT_TRUE(qwen3.ok());
+  EXPECT_EQ(FindIn(*qwen3, "blk.0.post_ffw_norm.weight"), nullptr);
+}
+
 TEST(SynthPlanTest, Qwen3TinyHasWideHeadsAndQkNorms) {
   absl::StatusOr<SynthPreset> p = FindSynthPreset("qwen3-tiny");
   ASSERT_TRUE(p.ok()) << p.status();

@@ -142,6 +142,11 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
     w.SetUint32(a + "attention.key_length", p.head_dim);
     w.SetUint32(a + "attention.value_length", p.head_dim);
   }
+  if (p.architecture == "gemma2") {
+    w.SetFloat32(a + "attn_logit_softcapping", p.attn_softcap);
+    w.SetFloat32(a + "final_logit_softcapping", p.final_softcap);
+    w.SetUint32(a + "attention.sliding_window", p.n_swa);
+  }
   if (tokenizer != nullptr) {
     SetTokenizer(*tokenizer, w);
   } else {
