@@ -138,7 +138,8 @@ void CheckModelConfig(const GgufFile& f) {
   if (!c.ok()) return;
   FUZZ_CHECK(c->architecture == "llama" || c->architecture == "qwen2" ||
              c->architecture == "qwen2moe" || c->architecture == "qwen3" ||
-             c->architecture == "qwen3moe" || c->architecture == "gemma2");
+             c->architecture == "qwen3moe" || c->architecture == "gemma2" ||
+             c->architecture == "gemma3");
   // Gemma 2's soft-caps are positive (0: none elsewhere), and its window too.
   FUZZ_CHECK(c->attn_softcap >= 0 && c->final_softcap >= 0);
   FUZZ_CHECK(c->swa_period == 0 || c->n_swa >= 1);

@@ -115,19 +115,30 @@ absl::StatusOr<float> GetPositive(const GgufFile& file, const std::string& key, 
 // (50 and 30 when absent), the sliding window (4096 when absent) on even layers, the embedding
 // scale, and Q scaled after RoPE by 1 / sqrt(head_dim), or by 1 / sqrt(n_embd / n_head) for the
 // 46-layer 27B (llama.cpp picks by layer count; the GGUF carries no query_pre_attn_scalar).
-absl::Status ReadGemma2(const GgufFile& file, const std::string& p, ModelConfig& c) {
-  RINGLM_ASSIGN_OR_RETURN(c.attn_softcap, GetPositive(file, p + "attn_logit_softcapping", 50.0f));
-  RINGLM_ASSIGN_OR_RETURN(c.final_softcap, GetPositive(file, p + "final_logit_softcapping", 30.0f));
-  c.n_swa = 4096;
-  if (file.Find(p + "attention.sliding_window") != nullptr) {
-    RINGLM_ASSIGN_OR_RETURN(c.n_swa, GetBounded(file, p + "attention.sliding_window", 1u << 24));
+//
+// Gemma 3 (upstream llama.cpp's gemma3.cpp, iswa): no soft-caps, a window
+// it requires on 5 of every 6 layers, those rotated with base 10000, and Q
+// scaled the same way (at 62 layers, the 27B, by 1 / sqrt(n_embd / n_head)).
+absl::Status ReadGemma(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const bool gemma2 = c.architecture == "gemma2";
+  const std::string window_key = p + "attention.sliding_window";
+  if (gemma2) {
+    RINGLM_ASSIGN_OR_RETURN(c.attn_softcap, GetPositive(file, p + "attn_logit_softcapping", 50.0f));
+    RINGLM_ASSIGN_OR_RETURN(c.final_softcap,
+                            GetPositive(file, p + "final_logit_softcapping", 30.0f));
+    c.n_swa = 4096;
   }
-  c.swa_period = 2;
+  if (!gemma2 || file.Find(window_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_swa, GetBounded(file, window_key, 1u << 24));
+  }
+  c.swa_period = gemma2 ? 2 : 6;
+  if (!gemma2) c.rope_freq_base_swa = 10000.0f;
   c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
   c.has_post_norms = true;
   c.gelu_ffn = true;
   c.kq_scale = 1.0f;
-  const uint32_t scale_dim = c.n_layer == 46 ? c.n_embd / c.n_head : c.head_dim;
+  const uint32_t big_layers = gemma2 ? 46 : 62;  // the 27B
+  const uint32_t scale_dim = c.n_layer == big_layers ? c.n_embd / c.n_head : c.head_dim;
   c.q_scale = 1.0f / std::sqrt(static_cast<float>(scale_dim));
   return absl::OkStatus();
 }
@@ -149,10 +160,13 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.has_qk_norm = true;
   } else if (c.architecture == "gemma2") {
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.architecture == "gemma3") {
+    c.rope_style = RopeStyle::kNeox;
+    c.has_qk_norm = true;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("unsupported architecture '", c.architecture,
-                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2)"));
+                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;
@@ -195,7 +209,9 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     }
   }
   RINGLM_RETURN_IF_ERROR(ReadExperts(file, p, c));
-  if (c.architecture == "gemma2") RINGLM_RETURN_IF_ERROR(ReadGemma2(file, p, c));
+  if (c.architecture == "gemma2" || c.architecture == "gemma3") {
+    RINGLM_RETURN_IF_ERROR(ReadGemma(file, p, c));
+  }
   // The vocabulary size is the embedding's row count; the tokenizer checks
   // that its own list agrees.
   absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");

@@ -14,8 +14,9 @@ namespace ringlm {
 // Everything the forward pass needs to know about the model's shape. Plain
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe" or "gemma2"
-  std::string name;          // general.name, may be empty
+  std::string
+      architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2", "gemma3"
+  std::string name;  // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
   uint32_t n_ff = 0;
@@ -26,6 +27,7 @@ struct ModelConfig {
   uint32_t n_ctx_train = 0;  // {arch}.context_length
   uint32_t n_rot = 0;        // {arch}.rope.dimension_count
   float rope_freq_base = 10000.0f;
+  float rope_freq_base_swa = 0.0f;  // gemma3's sliding layers (10000); 0: rope_freq_base
   float rms_eps = 1e-5f;
   RopeStyle rope_style = RopeStyle::kNormal;
   bool has_qkv_bias = false;  // qwen2, qwen2moe
@@ -44,26 +46,32 @@ struct ModelConfig {
   // Gemma 2 instead multiplies Q by q_scale after RoPE (then kq_scale is 1).
   float kq_scale = 1.0f;  // 1 / sqrt(head_dim) but on gemma2
   float q_scale = 1.0f;   // gemma2: 1 / sqrt(head_dim), or n_embd / n_head at 46 layers
-  // Gemma 2: the embeddings are multiplied by embd_scale (sqrt(n_embd));
+  // Gemma 2 and 3: the embeddings are multiplied by embd_scale (sqrt(n_embd));
   // every block has post-attention and post-FFN norms and a GELU-gated
   // feed-forward; attention scores and logits are soft-capped
   // (cap * tanh(x / cap); 0: none); the layers il with (il + 1) % swa_period
   // != 0 attend only to the last n_swa positions (swa_period 0: none).
+  // Gemma 3 adds QK-norm, has no soft-caps, and rotates its sliding layers
+  // with rope_freq_base_swa.
   float embd_scale = 1.0f;
   bool has_post_norms = false;
   bool gelu_ffn = false;
   float attn_softcap = 0.0f;   // {arch}.attn_logit_softcapping
   float final_softcap = 0.0f;  // {arch}.final_logit_softcapping
   uint32_t n_swa = 0;          // {arch}.attention.sliding_window
-  uint32_t swa_period = 0;     // gemma2: 2 (even layers slide, odd ones are global)
+  uint32_t swa_period = 0;     // gemma2: 2 (even layers slide); gemma3: 6 (5 slide, then 1)
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_moe() const { return n_expert > 0; }
   // Whether layer il attends only to a window of n_swa positions.
   bool IsSlidingLayer(uint32_t il) const { return swa_period != 0 && (il + 1) % swa_period != 0; }
+  // The RoPE base of layer il.
+  float RopeBase(uint32_t il) const {
+    return rope_freq_base_swa > 0 && IsSlidingLayer(il) ? rope_freq_base_swa : rope_freq_base;
+  }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2 (or experts on
+  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2/gemma3 (or experts on
   // the dense ones but llama, or values as wide as keys); NotFound for a
   // missing key; InvalidArgument, naming the key, for values that contradict
   // each other (heads that do not divide n_embd, more experts used than

@@ -161,6 +161,43 @@ TEST(ModelConfigTest, Gemma2DefaultsAsLlamaCpp) {
   EXPECT_EQ(c->q_scale, 1.0f / std::sqrt(128.0f));
 }
 
+TEST(ModelConfigTest, Gemma3SlidesFiveLayersOfSixWithItsOwnRopeBase) {
+  GgufWriter w;
+  w.SetString("general.architecture", "gemma3");
+  w.SetUint32("gemma3.block_count", 12);
+  w.SetUint32("gemma3.context_length", 128);
+  w.SetUint32("gemma3.embedding_length", 256);
+  w.SetUint32("gemma3.feed_forward_length", 512);
+  w.SetUint32("gemma3.attention.head_count", 4);
+  w.SetUint32("gemma3.attention.head_count_kv", 1);
+  w.SetUint32("gemma3.attention.key_length", 64);
+  w.SetFloat32("gemma3.rope.freq_base", 1e6f);
+  EXPECT_TRUE(w.AddTensor("token_embd.weight", {256, 300}, TensorType::kF32,
+                          std::string(256 * 300 * sizeof(float), '\0'))
+                  .ok());
+  // The window is required.
+  absl::StatusOr<ModelConfig> c = ConfigOf(w);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("gemma3.attention.sliding_window"), std::string::npos)
+      << c.status();
+  w.SetUint32("gemma3.attention.sliding_window", 16);
+  c = ConfigOf(w);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->has_qk_norm);
+  EXPECT_TRUE(c->has_post_norms);
+  EXPECT_EQ(c->attn_softcap, 0.0f);
+  EXPECT_EQ(c->final_softcap, 0.0f);
+  EXPECT_EQ(c->q_scale, 0.125f);
+  for (uint32_t il : {0u, 4u, 6u, 10u}) {
+    EXPECT_TRUE(c->IsSlidingLayer(il)) << il;
+    EXPECT_EQ(c->RopeBase(il), 10000.0f) << il;
+  }
+  for (uint32_t il : {5u, 11u}) {
+    EXPECT_FALSE(c->IsSlidingLayer(il)) << il;
+    EXPECT_EQ(c->RopeBase(il), 1e6f) << il;
+  }
+}
+
 TEST(ModelConfigTest, Gemma2BadSoftCapOrWindowIsNamed) {
   for (const char* key : {"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping"}) {
     GgufWriter w = Gemma2Header();

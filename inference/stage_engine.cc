@@ -233,18 +233,18 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     AddBias(w.bq, n, q_dim, q.data());
     AddBias(w.bk, n, kv_dim, k.data());
     AddBias(w.bv, n, kv_dim, v.data());
-    // Qwen 3: RMSNorm of every Q and K head, before RoPE.
+    // Qwen 3, Gemma 3: RMSNorm of every Q and K head, before RoPE.
     NormRows(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
     NormRows(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
     // RoPE at absolute positions (then Gemma's Q scale), then K and V into
     // each session's cache as f16.
     for (int64_t t = 0; t < n; ++t) {
       const int64_t pos = layout.pos[t];
-      ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.rope_freq_base, c.rope_style);
+      ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style);
       if (c.q_scale != 1.0f) {
         for (int64_t i = 0; i < q_dim; ++i) q[t * q_dim + i] *= c.q_scale;
       }
-      ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.rope_freq_base,
+      ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.RopeBase(il),
                 c.rope_style);
       KvCache& cache = *layout.caches[layout.item[t]];
       uint16_t* k_row = cache.key(cache_layer, layout.pos[t]);
