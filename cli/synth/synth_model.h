@@ -1,7 +1,7 @@
-// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2) GGUF models: real shapes,
-// real metadata and a SentencePiece-style vocabulary (or a real one, converted from a Hugging Face
-// tokenizer by hf_tokenizer.h), with random weights. For benchmarks and tests when the real weights
-// are not at hand (or too large to ship).
+// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2, gemma3) GGUF models: real
+// shapes, real metadata and a SentencePiece-style vocabulary (or a real one, converted from a
+// Hugging Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and tests when the
+// real weights are not at hand (or too large to ship).
 //
 // A synthetic file is a well-formed GGUF v3 that other readers (llama.cpp)
 // accept: standard general.* / llama.* / tokenizer.ggml.* keys, alignment 32,
@@ -61,6 +61,8 @@ struct SynthPreset {
   // a GELU-gated feed-forward, soft-capped attention scores and logits
   // (gemma2.attn_logit_softcapping, final_logit_softcapping), and a window
   // of n_swa positions (attention.sliding_window) on every other layer.
+  // "gemma3": gemma2's layout plus QK-norm, no soft-caps, the window on 5 of
+  // every 6 layers.
   float attn_softcap = 0.0f;
   float final_softcap = 0.0f;
   uint32_t n_swa = 0;
@@ -70,9 +72,9 @@ struct SynthPreset {
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
 // moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
 // experts, 4 used, a shared expert), qwen3-tiny, qwen3moe-tiny (16 experts,
-// 4 used), gemma2-tiny, mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used), and micro (64 dims, 1
-// layer, tied head: a real vocabulary's random model that stays small, e.g. 17 MiB of q8_0 weights
-// for Gemma 3's 262,145 pieces).
+// 4 used), gemma2-tiny, gemma3-tiny, mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used), and micro
+// (64 dims, 1 layer, tied head: a real vocabulary's random model that stays small, e.g. 17 MiB of
+// q8_0 weights for Gemma 3's 262,145 pieces).
 const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);

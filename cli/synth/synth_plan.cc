@@ -96,7 +96,9 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
 // The architectures synth writes, and whether they have experts.
 bool ArchitectureFits(const SynthPreset& p) {
   if (p.architecture == "llama") return true;
-  if (p.architecture == "qwen3" || p.architecture == "gemma2") return p.n_expert == 0;
+  if (p.architecture == "qwen3" || p.architecture == "gemma2" || p.architecture == "gemma3") {
+    return p.n_expert == 0;
+  }
   return (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") && p.n_expert > 0;
 }
 
@@ -147,6 +149,11 @@ const std::vector<SynthPreset>& SynthPresets() {
       // and its 32 generated tokens.
       {"gemma2-tiny", 256, 26, 4,     2,        768, 2048, 512,   10000.0f, 1e-6f,
        true,          0,   0,  0.05f, "gemma2", 0,   48,   50.0f, 30.0f,    16},
+      // Gemma 3 1B's layout scaled down: 12 layers (local 0-4 and 6-10 with
+      // a window of 16 and RoPE base 10000, global 5 and 11 with 1e6), one
+      // KV head of 64, QK-norm, no soft-caps.
+      {"gemma3-tiny", 256, 12, 4,     1,        768, 2048, 512,  1000000.0f, 1e-6f,
+       true,          0,   0,  0.03f, "gemma3", 0,   64,   0.0f, 0.0f,       16},
   };
   return *presets;
 }
@@ -249,8 +256,8 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
-        "(which qwen2moe and qwen3moe need, and qwen3 and gemma2 refuse), architecture llama, ",
-        "qwen2moe, qwen3, qwen3moe or gemma2 ", "and n_vocab >= ", min_vocab));
+        "(which qwen2moe and qwen3moe need, and qwen3 and gemma refuse), architecture llama, ",
+        "qwen2moe, qwen3, qwen3moe, gemma2 or gemma3 ", "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -280,8 +287,9 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     plan.tensors.push_back(SynthTensor{std::move(name), {n}, TensorType::kF32, p.weight_stddev});
   };
   const bool qwen = p.architecture == "qwen2moe";
-  const bool qk_norm = p.architecture == "qwen3" || p.architecture == "qwen3moe";
-  const bool gemma = p.architecture == "gemma2";
+  const bool gemma = p.architecture == "gemma2" || p.architecture == "gemma3";
+  const bool qk_norm =
+      p.architecture == "qwen3" || p.architecture == "qwen3moe" || p.architecture == "gemma3";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);

@@ -145,6 +145,8 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
   if (p.architecture == "gemma2") {
     w.SetFloat32(a + "attn_logit_softcapping", p.attn_softcap);
     w.SetFloat32(a + "final_logit_softcapping", p.final_softcap);
+  }
+  if (p.architecture == "gemma2" || p.architecture == "gemma3") {
     w.SetUint32(a + "attention.sliding_window", p.n_swa);
   }
   if (tokenizer != nullptr) {
