@@ -28,10 +28,9 @@ namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;
 
-// ggml's make_qx_quants with rmse_type 1 and no importance weights: a signed
-// scale for n values in [-nmax, nmax - 1], refined over 18 trial scales;
-// L receives q + nmax.
-float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
+// The value of largest magnitude among x[0..n), the first one on ties (0
+// for n == 0 or all zeros), as ggml's quantizers find it.
+float SignedMax(int n, const float* x) {
   float max = 0;
   float amax = 0;
   for (int i = 0; i < n; ++i) {
@@ -41,7 +40,15 @@ float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+
+// ggml's make_qx_quants with rmse_type 1 and no importance weights: a signed
+// scale for n values in [-nmax, nmax - 1], refined over 18 trial scales;
+// L receives q + nmax.
+float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
+  const float max = SignedMax(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
   }
@@ -211,16 +218,8 @@ void QuantizeScalesMins(const float* x, int nmax, float rmin, int nstep, uint8_t
 // [-nmax, nmax - 1], refined by up to 5 passes that move one value at a
 // time; L receives q + nmax.
 float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = SignedMax(n, x);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
   }
@@ -330,16 +329,8 @@ void QuantizeRowQ3_K(const float* x, void* dst, int64_t n) {
   int8_t L[kQK_K];
   float scales[kQK_K / 16];
   for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
-    float max_scale = 0;
-    float amax = 0;
-    for (int j = 0; j < kQK_K / 16; ++j) {
-      scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
-      const float scale = std::fabs(scales[j]);
-      if (scale > amax) {
-        amax = scale;
-        max_scale = scales[j];
-      }
-    }
+    for (int j = 0; j < kQK_K / 16; ++j) scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
+    const float max_scale = SignedMax(kQK_K / 16, scales);
     std::memset(y[i].scales, 0, sizeof(y[i].scales));
     if (max_scale != 0.0f) {
       const float iscale = -32.f / max_scale;
@@ -464,16 +455,8 @@ void QuantizeRowQ8_K(const float* x, void* dst, int64_t n) {
   assert(n % kQK_K == 0);
   auto* y = static_cast<BlockQ8_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
-    float max = 0;
-    float amax = 0;
-    for (int j = 0; j < kQK_K; ++j) {
-      const float ax = std::fabs(x[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = x[j];
-      }
-    }
-    if (amax == 0.0f) {
+    const float max = SignedMax(kQK_K, x);
+    if (max == 0.0f) {
       y[i].d = 0;
       std::memset(y[i].qs, 0, sizeof(y[i].qs));
       std::memset(y[i].bsums, 0, sizeof(y[i].bsums));
