@@ -17,6 +17,19 @@
 
 namespace ringlm {
 
+float SignedMax(int64_t n, const float* x) {
+  float max = 0;
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 int NearestInt(float f) {
   assert(std::fabs(f) <= 4194303.f);
   const float val = f + 12582912.f;
@@ -27,21 +40,6 @@ int NearestInt(float f) {
 namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;
-
-// The value of largest magnitude among x[0..n), the first one on ties (0
-// for n == 0 or all zeros), as ggml's quantizers find it.
-float SignedMax(int n, const float* x) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  return max;
-}
 
 // ggml's make_qx_quants with rmse_type 1 and no importance weights: a signed
 // scale for n values in [-nmax, nmax - 1], refined over 18 trial scales;
@@ -475,47 +473,49 @@ void QuantizeRowQ8_K(const float* x, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// ggml's dequantize_row_q4_K, and with `qh` its q5_K: sub-block is's value
+// is d * sc * q - dmin * m, q the nibble plus, for Q5_K, bit `is` of qh as
+// its fifth bit.
+void DequantizeSuperBlockK(const uint8_t* scales, float d, float min, const uint8_t* q,
+                           const uint8_t* qh, float* dst) {
+  for (int j = 0, is = 0; j < kQK_K; j += 64, q += 32, is += 2) {
+    uint8_t sc, m;
+    Q4_KScaleMin(is, scales, &sc, &m);
+    const float d1 = d * sc;
+    const float m1 = min * m;
+    Q4_KScaleMin(is + 1, scales, &sc, &m);
+    const float d2 = d * sc;
+    const float m2 = min * m;
+    for (int l = 0; l < 32; ++l) {
+      const int high = qh != nullptr ? ((qh[l] >> is) & 1) << 4 : 0;
+      *dst++ = d1 * ((q[l] & 0xF) | high) - m1;
+    }
+    for (int l = 0; l < 32; ++l) {
+      const int high = qh != nullptr ? ((qh[l] >> (is + 1)) & 1) << 4 : 0;
+      *dst++ = d2 * ((q[l] >> 4) | high) - m2;
+    }
+  }
+}
+
+}  // namespace
+
 void DequantizeRowQ4_K(const void* src, float* dst, int64_t n) {
   assert(n % kQK_K == 0);
   const auto* x = static_cast<const BlockQ4_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const uint8_t* q = x[i].qs;
-    const float d = Fp16ToFp32(x[i].d);
-    const float min = Fp16ToFp32(x[i].dmin);
-    for (int j = 0, is = 0; j < kQK_K; j += 64, q += 32, is += 2) {
-      uint8_t sc, m;
-      Q4_KScaleMin(is, x[i].scales, &sc, &m);
-      const float d1 = d * sc;
-      const float m1 = min * m;
-      Q4_KScaleMin(is + 1, x[i].scales, &sc, &m);
-      const float d2 = d * sc;
-      const float m2 = min * m;
-      for (int l = 0; l < 32; ++l) *dst++ = d1 * (q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) *dst++ = d2 * (q[l] >> 4) - m2;
-    }
+  for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
+    DequantizeSuperBlockK(x[i].scales, Fp16ToFp32(x[i].d), Fp16ToFp32(x[i].dmin), x[i].qs, nullptr,
+                          dst);
   }
 }
 
 void DequantizeRowQ5_K(const void* src, float* dst, int64_t n) {
   assert(n % kQK_K == 0);
   const auto* x = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const uint8_t* q = x[i].qs;
-    const uint8_t* qh = x[i].qh;
-    const float d = Fp16ToFp32(x[i].d);
-    const float min = Fp16ToFp32(x[i].dmin);
-    for (int j = 0, is = 0; j < kQK_K; j += 64, q += 32, is += 2) {
-      uint8_t sc, m;
-      Q4_KScaleMin(is, x[i].scales, &sc, &m);
-      const float d1 = d * sc;
-      const float m1 = min * m;
-      Q4_KScaleMin(is + 1, x[i].scales, &sc, &m);
-      const float d2 = d * sc;
-      const float m2 = min * m;
-      for (int l = 0; l < 32; ++l) *dst++ = d1 * ((q[l] & 0xF) | (((qh[l] >> is) & 1) << 4)) - m1;
-      for (int l = 0; l < 32; ++l)
-        *dst++ = d2 * ((q[l] >> 4) | (((qh[l] >> (is + 1)) & 1) << 4)) - m2;
-    }
+  for (int64_t i = 0; i < n / kQK_K; ++i, dst += kQK_K) {
+    DequantizeSuperBlockK(x[i].scales, Fp16ToFp32(x[i].d), Fp16ToFp32(x[i].dmin), x[i].qs, x[i].qh,
+                          dst);
   }
 }
 

@@ -22,6 +22,10 @@ void DequantizeRowQ4_K(const void* src, float* dst, int64_t n);
 void DequantizeRowQ5_K(const void* src, float* dst, int64_t n);
 void DequantizeRowQ6_K(const void* src, float* dst, int64_t n);
 
+// The value of largest magnitude among x[0..n), the first one on ties (0
+// for n == 0 or all zeros), as ggml's quantizers find it.
+float SignedMax(int64_t n, const float* x);
+
 // ggml's nearest_int: round to nearest, ties to even, via the 1.5 * 2^23
 // trick. Precondition: |f| <= 4194303.
 int NearestInt(float f);

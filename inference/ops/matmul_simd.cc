@@ -187,6 +187,23 @@ float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n_blocks) {
 
 // Q5_0: Q4_0's lanes, each nibble joined with its bit 4 from qh: the value in
 // byte t of lane l (of the 8) is 4l + t, so its bit is qh >> (4l + t).
+// The 16 bytes of 32 packed nibbles (value j in byte j's low nibble, value
+// j + 16 in its high one), as words whose byte lanes Nibble() reads: with
+// 8 lanes, lanes 0-3 hold the low nibbles and lanes 4-7 the high ones; with
+// 4, wv[0] the low and wv[1] the high.
+inline void LoadNibbleWords(const uint8_t* qs, hn::Vec<DI> wv[kQV]) {
+  const DI di;
+  if constexpr (kQ == 8) {
+    const hn::Half<DI> dh;
+    const auto q = hn::LoadU(dh, reinterpret_cast<const int32_t*>(qs));
+    wv[0] = hn::Combine(di, hn::ShiftRight<4>(q), q);
+  } else {
+    const auto q = LoadWords(qs);
+    wv[0] = q;
+    wv[kQV - 1] = hn::ShiftRight<4>(q);
+  }
+}
+
 float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   const DI di;
   const DF8 df;
@@ -205,15 +222,7 @@ float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
     std::memcpy(&qh_bits, w[b].qh, sizeof(qh_bits));
     const auto qh = hn::Set(di, qh_bits);
     hn::Vec<DI> wv[kQV];
-    if constexpr (kQ == 8) {
-      const hn::Half<DI> dh;
-      const auto q = hn::LoadU(dh, reinterpret_cast<const int32_t*>(w[b].qs));
-      wv[0] = hn::Combine(di, hn::ShiftRight<4>(q), q);
-    } else {
-      const auto q = LoadWords(w[b].qs);
-      wv[0] = q;
-      wv[kQV - 1] = hn::ShiftRight<4>(q);
-    }
+    LoadNibbleWords(w[b].qs, wv);
     for (size_t v = 0; v < kQV; ++v) {
       const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
       hn::Vec<DI> p = hn::Zero(di);
@@ -239,15 +248,7 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
     // Lanes 0-3: low nibbles of qs[0..15] (values 0..15); lanes 4-7: high
     // nibbles (values 16..31).
     hn::Vec<DI> wv[kQV];
-    if constexpr (kQ == 8) {
-      const hn::Half<DI> dh;
-      const auto q = hn::LoadU(dh, reinterpret_cast<const int32_t*>(w[b].qs));
-      wv[0] = hn::Combine(di, hn::ShiftRight<4>(q), q);
-    } else {
-      const auto q = LoadWords(w[b].qs);
-      wv[0] = q;
-      wv[kQV - 1] = hn::ShiftRight<4>(q);
-    }
+    LoadNibbleWords(w[b].qs, wv);
     for (size_t v = 0; v < kQV; ++v) {
       const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
       auto p = hn::Mul(hn::Sub(Nibble(wv[v], 0), k8), SignedByte(xv, 0));

@@ -34,14 +34,7 @@ void QuantizeRowQ5_0(const float* x, void* dst, int64_t n) {
   constexpr int64_t kHalf = kQ5_0BlockSize / 2;
   for (int64_t i = 0; i < n / kQ5_0BlockSize; ++i) {
     const float* xb = x + i * kQ5_0BlockSize;
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int64_t j = 0; j < kQ5_0BlockSize; ++j) {
-      if (amax < std::fabs(xb[j])) {
-        amax = std::fabs(xb[j]);
-        max = xb[j];
-      }
-    }
+    const float max = SignedMax(kQ5_0BlockSize, xb);
     const float d = max / -16;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = Fp32ToFp16(d);
@@ -65,14 +58,7 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n) {
   constexpr int64_t kHalf = kQ4_0BlockSize / 2;
   for (int64_t i = 0; i < nb; ++i) {
     const float* xb = x + i * kQ4_0BlockSize;
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int64_t j = 0; j < kQ4_0BlockSize; ++j) {
-      if (amax < std::fabs(xb[j])) {
-        amax = std::fabs(xb[j]);
-        max = xb[j];
-      }
-    }
+    const float max = SignedMax(kQ4_0BlockSize, xb);
     const float d = max / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = Fp32ToFp16(d);
