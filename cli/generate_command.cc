@@ -38,6 +38,9 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddOption("hidden-dtype", "f32|f16",
               "with --cluster: activations on the wire; f32 is exact, f16 halves the traffic",
               "f32");
+  p.AddFlag("no-speculation",
+            "with --cluster: no speculative decoding for this request (the same text; for "
+            "measuring what it gains)");
   p.AddOption("timeout", "SECONDS", "with --cluster: give up after this long", "600");
   AddClientSecurityFlags(p);
 }
@@ -125,6 +128,7 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options, std::o
     return Fail(absl::InvalidArgumentError("--hidden-dtype must be f32 or f16"), err);
   }
   request.set_hidden_dtype(dtype == "f16" ? v1::DTYPE_F16 : v1::DTYPE_F32);
+  request.set_no_speculation(p.GetFlag("no-speculation"));
   absl::StatusOr<int64_t> timeout = p.GetInt("timeout", 1, 86400);
   if (!timeout.ok()) return Fail(timeout.status(), err);
 

@@ -59,7 +59,13 @@ json MetricsSummary(const std::string& text) {
           {"cached_tokens", get("ringlm_prefix_cache_tokens_total")},
           {"mean_ttft_ms", mean_ms("ringlm_time_to_first_token_seconds")},
           {"mean_ms_per_token", mean_ms("ringlm_time_per_token_seconds")},
-          {"mean_forward_ms", mean_ms("ringlm_stage_forward_seconds")}};
+          {"mean_forward_ms", mean_ms("ringlm_stage_forward_seconds")},
+          {"drafted_tokens", get("ringlm_speculation_drafted_tokens_total")},
+          {"accepted_draft_tokens", get("ringlm_speculation_accepted_tokens_total")},
+          {"mean_request_acceptance", get("ringlm_speculation_request_acceptance_count") > 0
+                                          ? get("ringlm_speculation_request_acceptance_sum") /
+                                                get("ringlm_speculation_request_acceptance_count")
+                                          : 0.0}};
 }
 
 std::string Mib(uint64_t bytes) { return absl::StrFormat("%.0f MiB", bytes / 1048576.0); }
@@ -184,9 +190,9 @@ void PrintTable(const json& d, std::ostream& out) {
     }
     out << absl::StrFormat("heads: %s\n", absl::StrJoin(heads, ", "));
   }
-  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %9s %-12s %9s %6s %8s %9s  %s\n", "NODE",
-                         "ADDRESS", "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS", "STATE",
-                         "LAST SEEN", "REQS", "TOKENS", "FWD MS", "CACHE");
+  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %9s %-12s %9s %6s %8s %9s %13s  %s\n",
+                         "NODE", "ADDRESS", "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS",
+                         "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS", "DRAFTS OK", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -205,8 +211,15 @@ void PrintTable(const json& d, std::ostream& out) {
     const int64_t seen = n["last_seen_ms"].get<int64_t>();
     const json m = n.contains("metrics") ? n["metrics"] : json(nullptr);
     const bool has_m = m.is_object();
+    // Speculation, for the requests this node started: drafts accepted of
+    // those checked.
+    std::string drafts = "-";
+    if (has_m && m["drafted_tokens"].get<double>() > 0) {
+      drafts = absl::StrFormat("%.0f/%.0f", m["accepted_draft_tokens"].get<double>(),
+                               m["drafted_tokens"].get<double>());
+    }
     out << absl::StrFormat(
-        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %-12s %9s %6.0f %8.0f %9.2f  %s\n", id.c_str(),
+        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %-12s %9s %6.0f %8.0f %9.2f %13s  %s\n", id.c_str(),
         n["address"].get<std::string>().c_str(),
         n["api_address"].is_null() ? "-" : n["api_address"].get<std::string>().c_str(),
         Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
@@ -214,7 +227,7 @@ void PrintTable(const json& d, std::ostream& out) {
         n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
         has_m ? m["requests"].get<double>() : 0.0,
         has_m ? m["generated_tokens"].get<double>() : 0.0,
-        has_m ? m["mean_forward_ms"].get<double>() : 0.0, cache.c_str());
+        has_m ? m["mean_forward_ms"].get<double>() : 0.0, drafts.c_str(), cache.c_str());
   }
 }
 

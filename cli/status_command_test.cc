@@ -18,7 +18,8 @@ using testing::RunCommand;
 using ::testing::StartsWith;
 
 // A /metrics text as a node serves it: 5 + 2 + 1 requests, one of them an
-// error; histograms with means of 250 ms (first token) and 62.5 ms (forward).
+// error; histograms with means of 250 ms (first token) and 62.5 ms (forward);
+// 30 of 48 drafts accepted, over two requests that accepted 0.5 and 0.75.
 constexpr char kMetrics[] = R"(# HELP ringlm_requests_total Requests by how they finished.
 # TYPE ringlm_requests_total counter
 ringlm_requests_total{finish="stop"} 5
@@ -44,6 +45,14 @@ ringlm_stage_forward_seconds_bucket{le="0.05"} 1
 ringlm_stage_forward_seconds_bucket{le="+Inf"} 4
 ringlm_stage_forward_seconds_sum 0.25
 ringlm_stage_forward_seconds_count 4
+# TYPE ringlm_speculation_drafted_tokens_total counter
+ringlm_speculation_drafted_tokens_total 48
+# TYPE ringlm_speculation_accepted_tokens_total counter
+ringlm_speculation_accepted_tokens_total 30
+# TYPE ringlm_speculation_request_acceptance histogram
+ringlm_speculation_request_acceptance_bucket{le="+Inf"} 2
+ringlm_speculation_request_acceptance_sum 1.25
+ringlm_speculation_request_acceptance_count 2
 )";
 
 class StatusCommandTest : public ::testing::Test {
@@ -146,6 +155,9 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   EXPECT_EQ(a["cache"]["busy_sessions"], 1);
   const json& m = a["metrics"];
   EXPECT_EQ(m["requests"], 8.0);
+  EXPECT_EQ(m["drafted_tokens"], 48.0);
+  EXPECT_EQ(m["accepted_draft_tokens"], 30.0);
+  EXPECT_EQ(m["mean_request_acceptance"], 0.625);
   EXPECT_EQ(m["errors"], 1.0);
   EXPECT_EQ(m["prompt_tokens"], 40.0);
   EXPECT_EQ(m["generated_tokens"], 120.0);
@@ -207,11 +219,11 @@ TEST_F(StatusCommandTest, TableShowsTheModelPlanAndNodes) {
   EXPECT_THAT(r.out, HasSubstr("API"));
   EXPECT_THAT(r.out, HasSubstr("CACHE"));
   // node-a: itself, 2048 MiB, 12.5 GFLOPS, 9.2 GB/s, [0,3), ready, 8 requests, 120
-  // tokens, 62.50 ms per forward, 2 cached sessions.
+  // tokens, 62.50 ms per forward, 30 of 48 drafts accepted, 2 cached sessions.
   EXPECT_THAT(r.out,
               ::testing::ContainsRegex("node-a \\* +127\\.0\\.0\\.1:[0-9]+ +127\\.0\\.0\\.1:8080 "
                                        "+2048 MiB +12\\.5 +9\\.2 +\\[0,3\\) +ready "
-                                       "+- +8 +120 +62\\.50  2 sessions, 3 MiB / 64 MiB"));
+                                       "+- +8 +120 +62\\.50 +30/48  2 sessions, 3 MiB / 64 MiB"));
   EXPECT_THAT(r.out,
               ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +- +1024 MiB +0\\.0 +0\\.0 "
                                        "+\\[3,5\\) +unreachable +1\\.5s ago"));

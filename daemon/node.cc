@@ -93,6 +93,13 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
                o.placement == Placement::kSpeed ? "speed" : "memory");
   node->pool_ = std::make_unique<ThreadPool>(threads);
   spdlog::info("compute: {} threads, {} kernels", threads, ActiveCpuTargetName());
+  if (!o.draft_model_path.empty()) {
+    RINGLM_ASSIGN_OR_RETURN(node->draft_model_,
+                            DraftModel::Load(o.draft_model_path, node->model_->tokenizer(),
+                                             node->model_->context_size(), node->pool_.get()));
+    spdlog::info("draft model {}: {} layers, the model's vocabulary", o.draft_model_path,
+                 node->draft_model_->model().config().n_layer);
+  }
   if (o.compute_turns == NodeOptions::ComputeTurns::kOn ||
       (o.compute_turns == NodeOptions::ComputeTurns::kAuto && threads >= DefaultThreadCount())) {
     std::string path = o.compute_lock_file;
@@ -188,6 +195,7 @@ void Node::MakeRing() {
   stage_options.queue_wait_seconds = metrics_->queue_wait_seconds;
   stage_options.turn_wait_seconds = metrics_->turn_wait_seconds;
   stage_options.compute_lock = compute_lock_.get();
+  stage_options.draft_model = draft_model_.get();
   stage_options.max_step_tokens = o.origin.max_chunk_tokens;
   stage_ = std::make_unique<StageRuntime>(
       *model_, pool_.get(), transport_.get(), node_id_,

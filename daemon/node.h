@@ -29,6 +29,7 @@
 #include "daemon/rpc/transport.h"
 #include "daemon/stage/stage_runtime.h"
 #include "discovery/discovery_service.h"
+#include "inference/draft_model.h"
 #include "inference/model.h"
 #include "inference/ops/thread_pool.h"
 #include "partition/capabilities.h"
@@ -38,6 +39,10 @@ namespace ringlm {
 
 struct NodeOptions {
   std::string model_path;
+  // A small model with the same vocabulary whose greedy guesses the last
+  // stage checks in each step (speculative decoding); empty = n-gram
+  // lookup. Loaded whole on this node, outside --memory-mb.
+  std::string draft_model_path;
   // No model file: learn the model from the cluster's members and fetch this
   // node's layers from them, keeping them under the state dir
   // (docs/model-fetch.md). `model_path` must then be empty.
@@ -171,6 +176,7 @@ class Node {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ModelShare> share_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<DraftModel> draft_model_;    // null: none
   std::unique_ptr<ComputeLock> compute_lock_;  // null: no turns
   std::unique_ptr<PeerClient> client_;
   std::unique_ptr<DiscoveryService> discovery_;

@@ -55,6 +55,25 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
   RINGLM_ASSIGN_OR_RETURN(m->origin.replay_recomputed_tokens,
                           r.AddCounter(kReplay, kReplayHelp, {{"kv", "recomputed"}}));
   RINGLM_ASSIGN_OR_RETURN(
+      m->origin.drafted_tokens,
+      r.AddCounter("ringlm_speculation_drafted_tokens_total",
+                   "Draft tokens the last stage checked for this node's requests."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->origin.accepted_tokens,
+      r.AddCounter("ringlm_speculation_accepted_tokens_total",
+                   "Draft tokens that matched what the last stage sampled (each saved a trip)."));
+  RINGLM_RETURN_IF_ERROR(r.AddCallbackGauge(
+      "ringlm_speculation_acceptance_ratio", "Share of the draft tokens checked that matched.", {},
+      [drafted = m->origin.drafted_tokens, accepted = m->origin.accepted_tokens] {
+        const double all = static_cast<double>(drafted->Value());
+        return all > 0 ? static_cast<double>(accepted->Value()) / all : 0.0;
+      }));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->origin.request_acceptance,
+      r.AddHistogram("ringlm_speculation_request_acceptance",
+                     "Per finished request that drafted: the share of its drafts accepted.",
+                     {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0}));
+  RINGLM_ASSIGN_OR_RETURN(
       m->origin.ttft_seconds,
       r.AddHistogram("ringlm_time_to_first_token_seconds", "Time to the first token.",
                      ExponentialBuckets(0.005, 2, 14)));

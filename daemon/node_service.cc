@@ -109,6 +109,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     generation.max_tokens = request.limits().max_tokens();
     generation.ignore_eos = request.limits().ignore_eos();
     generation.f16_hidden = request.hidden_dtype() == v1::DTYPE_F16;
+    generation.speculate = !request.no_speculation();
     RINGLM_ASSIGN_OR_RETURN(OriginRequest r, parts_.origin->Prepare(std::move(generation)));
     request_id_ = r.request_id;
 

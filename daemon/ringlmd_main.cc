@@ -16,6 +16,7 @@
 #include "daemon/metrics_server.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
+#include "inference/sampling/speculation.h"
 #include "security/bearer_token.h"
 #include "security/cluster_key.h"
 #include "spdlog/spdlog.h"
@@ -84,6 +85,16 @@ void AddFlags(ArgParser& p) {
               "times a request moves to a new plan after stage failures before it fails (0 = "
               "never)",
               "3");
+  p.AddOption("draft-model", "FILE",
+              "a small GGUF model with the same vocabulary: when this node is the last stage, "
+              "its greedy guesses are the drafts instead of n-gram lookup (loaded whole, "
+              "outside --memory-mb)");
+  p.AddOption("max-drafts", "N",
+              "speculative decoding: after each token, the last stage guesses up to N more by "
+              "looking the last tokens up earlier in the conversation, and the next step checks "
+              "them all in one trip around the ring (the reply is the same; 0 = never, at most "
+              "16)",
+              "8");
   p.AddOption("recovery-timeout-ms", "MS",
               "how long a recovering request waits for the nodes to agree on a new plan", "15000");
   p.AddOption("busy-prefill-chunk-per-stream", "N",
@@ -225,6 +236,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     return absl::InvalidArgumentError("give either --model PATH or --model-from-peers");
   }
   o.model_path = p.GetString("model");
+  o.draft_model_path = p.GetString("draft-model");
   if (!o.model_from_peers && (p.Has("model-fingerprint") || p.Has("model-cache-gb"))) {
     return absl::InvalidArgumentError(
         "--model-fingerprint and --model-cache-gb go with --model-from-peers");
@@ -259,12 +271,13 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   auto progress = p.GetInt("no-progress-timeout-ms", 500, 3600000);
   auto recoveries = p.GetInt("max-recoveries", 0, 100);
   auto recovery_wait = p.GetInt("recovery-timeout-ms", 100, 600000);
+  auto max_drafts = p.GetInt("max-drafts", 0, kMaxDrafts);
   auto busy_chunk = p.GetInt("busy-prefill-chunk", 1, 512);
   auto per_stream = p.GetInt("busy-prefill-chunk-per-stream", 1, 512);
   for (const absl::Status& s :
        {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
         sessions.status(), rpc.status(), progress.status(), recoveries.status(),
-        recovery_wait.status(), busy_chunk.status(), per_stream.status()}) {
+        recovery_wait.status(), busy_chunk.status(), per_stream.status(), max_drafts.status()}) {
     if (!s.ok()) return s;
   }
   o.grpc_port = static_cast<uint16_t>(*grpc_port);
@@ -282,6 +295,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
   o.origin.no_progress_timeout = std::chrono::milliseconds(*progress);
   o.origin.max_recoveries = static_cast<uint32_t>(*recoveries);
   o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
+  o.origin.max_drafts = static_cast<uint32_t>(*max_drafts);
   o.origin.busy_chunk_tokens = static_cast<uint32_t>(*busy_chunk);
   o.origin.busy_chunk_tokens_per_stream = static_cast<uint32_t>(*per_stream);
   absl::StatusOr<double> busy_depth = p.GetDouble("busy-prefill-depth");

@@ -170,6 +170,9 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
   int64_t n = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     RINGLM_RETURN_IF_ERROR(Check(*items[i].cache, items[i].input));
+    if (items[i].logit_rows < 1 || items[i].logit_rows > items[i].input.tokens.size()) {
+      return absl::InvalidArgumentError("logit_rows must be 1 to the item's new positions");
+    }
     for (size_t j = 0; j < i; ++j) {
       if (items[j].cache == items[i].cache) {
         return absl::InvalidArgumentError("a batch holds one session twice");
@@ -306,9 +309,11 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
   }
   // Final norm and output head, for the positions asked for.
   if (mode == LogitsMode::kLastPosition) {
-    for (auto& [first, count] : rows) {
-      first += count - 1;
-      count = 1;
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto& [first, count] = rows[i];
+      const int64_t keep = items[i].logit_rows;
+      first += count - keep;
+      count = keep;
     }
   }
   int64_t out_rows = 0;

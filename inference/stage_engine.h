@@ -28,10 +28,15 @@ struct StageBatchItem {
   KvCache* cache = nullptr;
   StageInput input;
   std::vector<float>* output = nullptr;
+  // With LogitsMode::kLastPosition on the last stage: logits of this many
+  // last new positions (a step that verifies drafts), 1 to the item's count.
+  uint32_t logit_rows = 1;
 };
 
 enum class LogitsMode {
-  kLastPosition,  // logits of the last new position only: [n_vocab]
+  // Logits of the last new position only: [n_vocab] (in a batch, of each
+  // item's last logit_rows positions: [logit_rows x n_vocab]).
+  kLastPosition,
   kAllPositions,  // logits of every new position: [n x n_vocab]
 };
 

@@ -67,6 +67,7 @@ void GenerationStream::Run(const LoopbackCluster& cluster, Sampling sampling, in
   request.mutable_limits()->set_ignore_eos(true);
   request.mutable_sampling()->set_temperature(sampling.temperature);
   request.mutable_sampling()->set_seed(sampling.seed);
+  request.set_no_speculation(!sampling.speculate);
   ClusterClient client(cluster.Address(0), ClientSecurityFor(cluster));
   absl::Status s =
       client.Generate(request, std::chrono::seconds(120), [&](const v1::GenerateEvent& e) {

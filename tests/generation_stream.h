@@ -20,6 +20,7 @@ namespace ringlm::testing {
 struct Sampling {
   float temperature = 0;  // 0 = greedy
   uint64_t seed = 0;
+  bool speculate = true;  // false: GenerateRequest.no_speculation
 };
 
 // Generates `tokens` tokens (past EOS) from `prompt` (a fixed story opening

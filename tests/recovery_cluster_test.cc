@@ -62,6 +62,13 @@ void RunTrials(Disturbance what, Sampling sampling, int tokens = 300) {
   ASSERT_EQ(reference.size(), static_cast<size_t>(tokens));
   std::printf("undisturbed: %d tokens in %.2f s after the first\n", tokens,
               undisturbed.DecodeSeconds());
+  // Speculation (on by default) gives the reply of plain steps.
+  Sampling plain_sampling = sampling;
+  plain_sampling.speculate = false;
+  GenerationStream plain(cluster, plain_sampling, tokens);
+  auto [plain_ids, plain_status] = plain.Finish();
+  ASSERT_TRUE(plain_status.ok()) << plain_status << cluster.Logs();
+  ASSERT_EQ(plain_ids, reference) << "speculation changed the reply";
 
   std::mt19937 rng(20261201);
   std::vector<double> pauses;
@@ -126,6 +133,13 @@ void RunTrials(Disturbance what, Sampling sampling, int tokens = 300) {
     }
     ASSERT_TRUE(testing::WaitFor(formed3, 60s)) << cluster.Logs();
   }
+  // The trials speculated: drafts were checked and some accepted.
+  const std::vector<PrometheusSample> metrics = cluster.Metrics(0);
+  const double accepted =
+      FindSample(metrics, "ringlm_speculation_accepted_tokens_total", {}).value_or(0);
+  std::printf("drafts accepted: %.0f of %.0f\n", accepted,
+              FindSample(metrics, "ringlm_speculation_drafted_tokens_total", {}).value_or(0));
+  EXPECT_GT(accepted, 0) << "no draft was accepted: the trials did not test speculation";
   std::printf(
       "pause after the disturbance over %zu trials: median %.3f s, p95 %.3f s, max %.3f s\n",
       pauses.size(), testing::Percentile(pauses, 0.5), testing::Percentile(pauses, 0.95),

@@ -38,6 +38,9 @@ struct GenerationRequest {
   bool f16_hidden = false;    // hidden states travel the ring as F16
   PrefixReuse reuse;          // session_id empty = a throwaway session
   bool keep_session = false;  // keep the stages' KV after the request
+  // Let the last stage speculate (up to the origin's max_drafts drafts a
+  // step): the reply is the same either way, only its speed differs.
+  bool speculate = true;
 };
 
 }  // namespace ringlm

@@ -10,6 +10,7 @@
 #include "daemon/origin/prefix_adoption.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/context_limit.h"
+#include "inference/sampling/speculation.h"
 #include "security/crypto.h"
 #include "spdlog/spdlog.h"
 
@@ -84,6 +85,7 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(GenerationRequest request)
     }
   }
   request.top_logprobs = std::clamp(request.top_logprobs, 0, kMaxTopLogprobs);
+  r.max_drafts = request.speculate ? context_.options.max_drafts : 0;
   r.generation = std::move(request);
   return r;
 }
@@ -126,6 +128,30 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
 
 absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
                                              const std::string& caller) {
+  if (d.then_size() == 0) return DeliverOne(d, caller);
+  // A verified step's tokens, in one call: each in turn, as if sent alone.
+  if (d.then_size() > static_cast<int>(kMaxDrafts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a delivery carries at most ", kMaxDrafts, " more tokens"));
+  }
+  for (const v1::DeliverTokenRequest& next : d.then()) {
+    if (next.request_id() != d.request_id() || next.then_size() > 0) {
+      return absl::InvalidArgumentError(
+          "the tokens a delivery carries must be its request's, with none of their own");
+    }
+  }
+  v1::DeliverTokenRequest first = d;
+  first.clear_then();
+  RINGLM_ASSIGN_OR_RETURN(bool stop, DeliverOne(first, caller));
+  for (const v1::DeliverTokenRequest& next : d.then()) {
+    if (stop) break;
+    RINGLM_ASSIGN_OR_RETURN(stop, DeliverOne(next, caller));
+  }
+  return stop;
+}
+
+absl::StatusOr<bool> OriginRegistry::DeliverOne(const v1::DeliverTokenRequest& d,
+                                                const std::string& caller) {
   const size_t hash = d.request_id().rfind('#');
   const std::string id = d.request_id().substr(0, hash);
   uint32_t attempt = 0;
@@ -187,6 +213,14 @@ absl::StatusOr<bool> OriginRegistry::Deliver(const v1::DeliverTokenRequest& d,
       }
       if (a.recoveries > 0 && a.AwaitsFirstToken()) recovery_.ResumedLocked(a);
       a.TakeToken(d.token());
+      if (d.drafted() > 0) {
+        a.drafted += d.drafted();
+        a.accepted += std::min(d.accepted(), d.drafted());
+        if (context_.metrics != nullptr) {
+          context_.metrics->drafted_tokens->Increment(d.drafted());
+          context_.metrics->accepted_tokens->Increment(std::min(d.accepted(), d.drafted()));
+        }
+      }
       sink = a.sink;
     }
   }
@@ -253,6 +287,7 @@ void OriginRegistry::LogRequest(const ActiveRequest& a, const OriginEvent& last)
       m.cache_hits->Increment();
       m.cached_tokens->Increment(a.cached_tokens);
     }
+    if (a.drafted > 0) m.request_acceptance->Observe(static_cast<double>(a.accepted) / a.drafted);
     if (has_first) m.ttft_seconds->Observe(ttft / 1000.0);
     if (n_out > 1) m.time_per_token_seconds->Observe(decode_ms / 1000.0 / (n_out - 1));
   }
@@ -261,11 +296,18 @@ void OriginRegistry::LogRequest(const ActiveRequest& a, const OriginEvent& last)
           ? ""
           : absl::StrCat(", recovered ", a.recoveries, " time(s) (replays took ", a.replay_reused,
                          " of ", a.replay_positions, " positions from KV)");
+  // Tokens that came with an accepted draft took no trip of their own.
+  const std::string speculated =
+      a.drafted == 0 ? ""
+                     : absl::StrCat(", drafts ", a.accepted, "/", a.drafted, " accepted (",
+                                    absl::SixDigits(static_cast<double>(n_out) /
+                                                    std::max<uint32_t>(1, n_out - a.accepted)),
+                                    " tokens a trip)");
   spdlog::info(
       "request {} {}: {} tokens in ({} cached), {} out, ttft {:.1f} ms, {:.1f} tokens/s, plan "
-      "{}{}",
+      "{}{}{}",
       a.request.request_id, how, a.request.generation.prompt.size(), a.cached_tokens, n_out, ttft,
-      tps, DescribePlan(a.request.plan), recovered);
+      tps, DescribePlan(a.request.plan), speculated, recovered);
 }
 
 void OriginRegistry::Fail(const std::string& request_id, const absl::Status& status) {

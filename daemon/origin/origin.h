@@ -72,6 +72,8 @@ class OriginRegistry : public LocalOrigin {
   // PermissionDenied for anyone else (and the request goes on untouched).
   // Otherwise returns true when the sender should stop (the request is
   // unknown, finished or cancelled).
+  // A delivery may carry more tokens of its request (`then`: a verified
+  // step's); each is taken in turn, as if it came alone, until one says stop.
   absl::StatusOr<bool> Deliver(const v1::DeliverTokenRequest& delivery,
                                const std::string& caller) override;
   // Ends a request early (client gone, stop string): tells every stage.
@@ -82,6 +84,9 @@ class OriginRegistry : public LocalOrigin {
   void Stop();
 
  private:
+  // One token (or an error, or a progress note) of a delivery.
+  absl::StatusOr<bool> DeliverOne(const v1::DeliverTokenRequest& delivery,
+                                  const std::string& caller);
   // One line per request at its end: id, tokens in/out, cached, TTFT,
   // decode speed, plan.
   void LogRequest(const ActiveRequest& a, const OriginEvent& last);

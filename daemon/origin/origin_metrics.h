@@ -30,6 +30,12 @@ struct OriginMetrics {
   Histogram* recovery_seconds = nullptr;
   Counter* replay_reused_tokens = nullptr;
   Counter* replay_recomputed_tokens = nullptr;
+  // Speculative decoding (docs/speculation.md): drafts the last stages
+  // checked and accepted for this node's requests, and each finished
+  // request's share of its drafts accepted.
+  Counter* drafted_tokens = nullptr;
+  Counter* accepted_tokens = nullptr;
+  Histogram* request_acceptance = nullptr;
   Histogram* ttft_seconds = nullptr;
   Histogram* time_per_token_seconds = nullptr;
 };

@@ -56,6 +56,10 @@ struct OriginOptions {
   // chunk times its stage count (plus one) in flight, so a lone prompt
   // fills the ring.
   uint32_t max_prompt_positions_in_flight = 1024;
+  // Speculative decoding: drafts per step at most (up to kMaxDrafts); the
+  // last stage chooses how many a request's steps carry from how its drafts
+  // fare (DraftBudget). 0 = never speculate.
+  uint32_t max_drafts = 8;
   // Recoveries per request at most; the next failure ends it with an error.
   uint32_t max_recoveries = 3;
   // How long a recovery waits for the nodes to agree on a new plan.

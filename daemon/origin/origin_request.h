@@ -44,6 +44,9 @@ struct OriginRequest {
   // reuse.session_id is never empty: Prepare draws a throwaway session
   // when the frontend names none.
   GenerationRequest generation;
+  // Drafts per step the last stage may check (OriginOptions::max_drafts, 0
+  // when the request does not speculate).
+  uint32_t max_drafts = 0;
 
   const std::string& session_id() const { return generation.reuse.session_id; }
 };

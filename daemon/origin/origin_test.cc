@@ -171,6 +171,39 @@ TEST_F(OriginRecoveryTest, AFailedStageIsReplacedAndTheStreamGoesOnWithoutRepeat
   EXPECT_EQ(Events().back().finish, v1::FINISH_REASON_LENGTH);
 }
 
+// A verified step's tokens come in one call: each is taken in order, and
+// one from the wrong sender, of another request or out of order is refused.
+TEST_F(OriginRecoveryTest, AStepsTokensComeInOneDelivery) {
+  StartRequest();
+  transport_.WaitStep(1);
+  auto token = [](uint32_t index, int32_t id) {
+    v1::DeliverTokenRequest d;
+    d.set_request_id("req-1#0");
+    d.set_index(index);
+    d.set_token(id);
+    return d;
+  };
+  v1::DeliverTokenRequest step = token(0, 100);
+  step.set_drafted(4);
+  step.set_accepted(2);
+  *step.add_then() = token(1, 101);
+  *step.add_then() = token(2, 102);
+  v1::DeliverTokenRequest foreign = step;
+  foreign.mutable_then(0)->set_request_id("req-2#0");
+  EXPECT_EQ(origin_->Deliver(foreign, "c").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(origin_->Deliver(step, "b").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Tokens(), std::vector<int32_t>{});
+  ASSERT_EQ(*origin_->Deliver(step, "c"), false);
+  EXPECT_EQ(Tokens(), (std::vector<int32_t>{100, 101, 102}));
+  v1::DeliverTokenRequest last = token(3, 103);
+  *last.add_then() = token(4, 104);
+  last.mutable_then(0)->set_finish_reason(v1::FINISH_REASON_LENGTH);
+  *last.add_then() = token(5, 105);  // past the end: never taken
+  ASSERT_EQ(*origin_->Deliver(last, "c"), true);
+  ASSERT_TRUE(WaitEnded());
+  EXPECT_EQ(Tokens(), (std::vector<int32_t>{100, 101, 102, 103, 104}));
+}
+
 TEST_F(OriginRecoveryTest, AFailureDuringThePromptReplaysThePromptAlone) {
   {
     absl::MutexLock lock(&mu_);

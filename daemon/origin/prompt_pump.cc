@@ -140,6 +140,7 @@ v1::StageStepRequest PromptPump::PromptStep(const ActiveRequest& a, const std::s
     step.mutable_logprobs()->set_top(static_cast<uint32_t>(g.top_logprobs));
     step.set_constraint(g.constraint);
     step.set_wire_dtype(g.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32);
+    if (r.max_drafts > 0) step.mutable_speculation()->set_max_drafts(r.max_drafts);
   } else {
     step.set_parts_omitted(true);
   }

@@ -73,8 +73,10 @@ struct ActiveRequest {
   std::vector<int32_t> reply;  // tokens delivered so far
   uint32_t cached_tokens = 0;  // reused prompt positions (0 after a miss)
   uint32_t recoveries = 0;
-  uint32_t replay_reused = 0;                       // positions replays took from the stages' KV
-  uint32_t replay_positions = 0;                    // positions replays sent
+  uint32_t drafted = 0;           // draft tokens the last stage checked
+  uint32_t accepted = 0;          // ... and accepted (tokens that came without a trip of their own)
+  uint32_t replay_reused = 0;     // positions replays took from the stages' KV
+  uint32_t replay_positions = 0;  // positions replays sent
   std::chrono::steady_clock::time_point failed_at;  // of the latest recovery
   std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point first_token;

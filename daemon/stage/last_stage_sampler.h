@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "inference/draft_model.h"
 #include "inference/grammar/token_vocabulary.h"
 #include "inference/sampling/output_constraint.h"
 #include "inference/sampling/sampler.h"
+#include "inference/sampling/speculation.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "proto/ringlm.pb.h"
 
@@ -29,46 +31,72 @@ namespace ringlm {
 // one an undisturbed run gives. The grammar is compiled once per sampler.
 //
 // At most `max_samplers` samplers; past that the least recently used goes
-// (rebuilt exactly if its request comes back). Not thread-safe: the stage's
-// worker thread owns it. The tokenizer must outlive it.
+// (rebuilt exactly if its request comes back). Drafts come from `draft_model`
+// when there is one (null: n-gram lookup in the session). Not thread-safe:
+// the stage's worker thread owns it. The tokenizer and the draft model must
+// outlive it.
 class LastStageSampler {
  public:
-  LastStageSampler(const Tokenizer& tokenizer, uint32_t context_size, size_t max_samplers);
+  LastStageSampler(const Tokenizer& tokenizer, uint32_t context_size, size_t max_samplers,
+                   DraftModel* draft_model = nullptr);
 
-  // The delivery for `request`'s step: its token, index, logprobs when asked
-  // for, and a finish reason when the request ends here (end of generation
-  // unless ignore_eos, max_tokens, or the context full). `logits` are the
-  // step's last position's; `history` is the session's tokens (prompt and
-  // reply so far, the sampled token not yet among them). A finished
-  // request's sampler is dropped. InvalidArgument for a step that claims
-  // more generated tokens than the session holds, or whose constraint does
-  // not compile; an error from the grammar when it rejects every token.
-  absl::StatusOr<v1::DeliverTokenRequest> Sample(const v1::StageStepRequest& request,
-                                                 const std::vector<float>& logits,
-                                                 std::span<const int32_t> history);
-  // Drops the request's sampler, if any.
-  void Forget(const std::string& request_id) { samplers_.erase(request_id); }
+  // What one step of a request ends in: its tokens, one delivery each (the
+  // last one may end the request), and, when the request goes on, the
+  // drafts its next step carries.
+  struct Outcome {
+    std::vector<v1::DeliverTokenRequest> deliveries;
+    uint32_t accepted = 0;        // drafts of this step that matched
+    std::vector<int32_t> drafts;  // for the next step (the last delivery's token first)
+  };
+  // Samples `request`'s step. `logits` holds a row per position from the
+  // step's last non-draft token on ([request.drafts() + 1, n_vocab]);
+  // `history` is the session's tokens through the step's (its drafts
+  // included). Row i's token is delivered; while it equals draft i + 1,
+  // row i + 1 is sampled too: so the tokens are exactly those of plain
+  // steps. Each delivery has its index, logprobs when asked for, and a
+  // finish reason when the request ends there (end of generation unless
+  // ignore_eos, max_tokens, or the context full); the first carries the
+  // drafts checked and matched. A finished request's sampler is dropped.
+  // When the request goes on and its speculation allows, `drafts` are up
+  // to DraftBudget's count of guesses (the draft model's, or n-gram
+  // lookup's), within max_tokens and the context. InvalidArgument for a step that claims more
+  // generated tokens than the session holds, or whose constraint does not compile; an error from
+  // the grammar when it rejects every token.
+  absl::StatusOr<Outcome> Sample(const v1::StageStepRequest& request, std::span<const float> logits,
+                                 std::span<const int32_t> history);
+  // Drops the request's sampler (and draft cache), if any.
+  void Forget(const std::string& request_id);
   size_t size() const { return samplers_.size(); }
 
  private:
   struct State {
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<ConstrainedSampling> constrained;  // when the request has a constraint
+    std::unique_ptr<DraftBudget> budget;               // when the request speculates
     std::chrono::steady_clock::time_point last_used;
   };
   absl::StatusOr<State> NewState(const v1::StageStepRequest& request,
                                  std::span<const int32_t> history);
+  // Samples one position's token from its `logits` and accepts it.
+  absl::StatusOr<int32_t> SampleOne(State& state, std::span<const float> logits);
+  // The drafts of the request's next step, after `token` at the end of
+  // `valid` (the session's tokens that stand).
+  std::vector<int32_t> NextDrafts(const v1::StageStepRequest& request, State& state,
+                                  std::span<const int32_t> valid, int32_t token,
+                                  uint32_t next_index);
   // Fills vocabulary_ and end_tokens_ on the first constrained request.
   void BuildGrammarVocabulary();
 
   const Tokenizer& tokenizer_;
   const uint32_t context_size_;
   const size_t max_samplers_;
+  DraftModel* const draft_model_;
   std::map<std::string, State> samplers_;
   // The vocabulary as grammar masks see it, and the end-of-generation ids.
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;
   std::shared_ptr<const std::vector<int32_t>> end_tokens_;
-  std::vector<float> masked_;  // [vocab] scratch: the constrained logits
+  std::vector<float> masked_;    // [vocab] scratch: the constrained logits
+  std::vector<int32_t> lookup_;  // [positions] scratch: the history drafts are looked up in
 };
 
 }  // namespace ringlm

@@ -37,6 +37,27 @@ class LastStageSamplerTest : public ::testing::Test {
     return r;
   }
 
+  // The first (for a plain step, the only) delivery of a step.
+  static absl::StatusOr<v1::DeliverTokenRequest> First(LastStageSampler& sampler,
+                                                       const v1::StageStepRequest& step,
+                                                       const std::vector<float>& logits,
+                                                       const std::vector<int32_t>& history) {
+    absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(step, logits, history);
+    if (!o.ok()) return o.status();
+    EXPECT_EQ(o->deliveries.size(), 1u);
+    return o->deliveries.front();
+  }
+
+  // Rows of logits peaking at `tokens`, one after another: a step's rows.
+  std::vector<float> Peaks(const std::vector<int32_t>& tokens, float height = 5) const {
+    std::vector<float> rows;
+    for (int32_t t : tokens) {
+      const std::vector<float> row = Peak(t, height);
+      rows.insert(rows.end(), row.begin(), row.end());
+    }
+    return rows;
+  }
+
   // Logits that peak at `token`, with a varied tail so seeded sampling has choices.
   std::vector<float> Peak(int32_t token, float height = 5) const {
     std::vector<float> logits(static_cast<size_t>(n_vocab_));
@@ -52,7 +73,7 @@ class LastStageSamplerTest : public ::testing::Test {
 TEST_F(LastStageSamplerTest, GreedyTakesTheTopTokenAndGoesOn) {
   LastStageSampler sampler(tokenizer(), kContext, 16);
   const std::vector<int32_t> history = {1, 40, 41};
-  absl::StatusOr<v1::DeliverTokenRequest> d = sampler.Sample(Step("r", 0, 8), Peak(77), history);
+  absl::StatusOr<v1::DeliverTokenRequest> d = First(sampler, Step("r", 0, 8), Peak(77), history);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->request_id(), "r");
   EXPECT_EQ(d->token(), 77);
@@ -65,7 +86,7 @@ TEST_F(LastStageSamplerTest, GreedyTakesTheTopTokenAndGoesOn) {
 TEST_F(LastStageSamplerTest, TheLastAllowedTokenEndsWithLengthAndDropsTheSampler) {
   LastStageSampler sampler(tokenizer(), kContext, 16);
   absl::StatusOr<v1::DeliverTokenRequest> d =
-      sampler.Sample(Step("r", 3, 4), Peak(77), History{1, 40, 41, 77, 77, 77});
+      First(sampler, Step("r", 3, 4), Peak(77), History{1, 40, 41, 77, 77, 77});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->finish_reason(), v1::FINISH_REASON_LENGTH);
   EXPECT_EQ(sampler.size(), 0u);
@@ -74,7 +95,7 @@ TEST_F(LastStageSamplerTest, TheLastAllowedTokenEndsWithLengthAndDropsTheSampler
 TEST_F(LastStageSamplerTest, AFullContextEndsWithLength) {
   LastStageSampler sampler(tokenizer(), kContext, 16);
   const std::vector<int32_t> full(kContext, 40);
-  absl::StatusOr<v1::DeliverTokenRequest> d = sampler.Sample(Step("r", 0, 1000), Peak(77), full);
+  absl::StatusOr<v1::DeliverTokenRequest> d = First(sampler, Step("r", 0, 1000), Peak(77), full);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->finish_reason(), v1::FINISH_REASON_LENGTH);
 }
@@ -84,13 +105,13 @@ TEST_F(LastStageSamplerTest, EndOfGenerationStopsUnlessIgnored) {
   ASSERT_GE(eos, 0);
   LastStageSampler sampler(tokenizer(), kContext, 16);
   absl::StatusOr<v1::DeliverTokenRequest> d =
-      sampler.Sample(Step("a", 0, 8), Peak(eos), History{1, 40});
+      First(sampler, Step("a", 0, 8), Peak(eos), History{1, 40});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->finish_reason(), v1::FINISH_REASON_STOP);
 
   v1::StageStepRequest ignoring = Step("b", 0, 8);
   ignoring.mutable_limits()->set_ignore_eos(true);
-  d = sampler.Sample(ignoring, Peak(eos), History{1, 40});
+  d = First(sampler, ignoring, Peak(eos), History{1, 40});
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->token(), eos);
   EXPECT_EQ(d->finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
@@ -101,7 +122,7 @@ TEST_F(LastStageSamplerTest, LogprobsComeWithTheTokenWhenAskedFor) {
   v1::StageStepRequest step = Step("r", 0, 8);
   step.mutable_logprobs()->set_enabled(true);
   step.mutable_logprobs()->set_top(3);
-  absl::StatusOr<v1::DeliverTokenRequest> d = sampler.Sample(step, Peak(77), History{1});
+  absl::StatusOr<v1::DeliverTokenRequest> d = First(sampler, step, Peak(77), History{1});
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_TRUE(d->has_logprobs());
   EXPECT_EQ(d->logprobs().top_size(), 3);
@@ -118,7 +139,7 @@ TEST_F(LastStageSamplerTest, ARebuiltSeededSamplerContinuesLikeTheKeptOne) {
     for (uint32_t i = 0; i < 12; ++i) {
       if (rebuild_each_step) sampler.Forget("r");
       absl::StatusOr<v1::DeliverTokenRequest> d =
-          sampler.Sample(Step("r", i, 100, seeded), Peak(static_cast<int32_t>(50 + i), 2), history);
+          First(sampler, Step("r", i, 100, seeded), Peak(static_cast<int32_t>(50 + i), 2), history);
       EXPECT_TRUE(d.ok()) << d.status();
       if (!d.ok()) break;
       tokens.push_back(d->token());
@@ -135,7 +156,7 @@ TEST_F(LastStageSamplerTest, AConstraintOverridesTheLogits) {
   LastStageSampler sampler(tokenizer(), kContext, 16);
   v1::StageStepRequest step = Step("r", 0, 8);
   step.set_constraint(R"({"type":"json_object"})");
-  absl::StatusOr<v1::DeliverTokenRequest> d = sampler.Sample(step, Peak(77, 50), History{1});
+  absl::StatusOr<v1::DeliverTokenRequest> d = First(sampler, step, Peak(77, 50), History{1});
   ASSERT_TRUE(d.ok()) << d.status();
   const std::string piece = tokenizer().TokenToPiece(d->token());
   ASSERT_FALSE(piece.empty());
@@ -163,6 +184,135 @@ TEST_F(LastStageSamplerTest, PastItsBoundTheLeastRecentlyUsedSamplerGoes) {
     ASSERT_TRUE(sampler.Sample(Step(id, 0, 8), Peak(77), History{1}).ok());
   }
   EXPECT_EQ(sampler.size(), 2u);
+}
+
+// A step of request `id` that carries `drafts` drafts, of a request that may
+// speculate up to `max_drafts`.
+v1::StageStepRequest Speculating(v1::StageStepRequest step, uint32_t drafts,
+                                 uint32_t max_drafts = 8) {
+  step.set_drafts(drafts);
+  step.mutable_speculation()->set_max_drafts(max_drafts);
+  return step;
+}
+
+std::vector<int32_t> Tokens(const LastStageSampler::Outcome& o) {
+  std::vector<int32_t> tokens;
+  for (const v1::DeliverTokenRequest& d : o.deliveries) tokens.push_back(d.token());
+  return tokens;
+}
+
+TEST_F(LastStageSamplerTest, DraftsAreAcceptedWhileTheyMatchWhatIsSampled) {
+  LastStageSampler sampler(tokenizer(), kContext, 16);
+  // History: prompt 1 40, the step's token 41, drafts 77 78 79. The rows
+  // sample 77 (matches), 78 (matches), 90 (not 79): the fourth row is never
+  // looked at.
+  absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(
+      Speculating(Step("r", 1, 100), 3), Peaks({77, 78, 90, 55}), History{1, 40, 41, 77, 78, 79});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(Tokens(*o), (std::vector<int32_t>{77, 78, 90}));
+  EXPECT_EQ(o->accepted, 2u);
+  for (size_t i = 0; i < o->deliveries.size(); ++i) {
+    EXPECT_EQ(o->deliveries[i].index(), 1 + i);
+    EXPECT_EQ(o->deliveries[i].finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
+  }
+  EXPECT_EQ(o->deliveries[0].drafted(), 3u);
+  EXPECT_EQ(o->deliveries[0].accepted(), 2u);
+  EXPECT_EQ(o->deliveries[1].drafted(), 0u);
+
+  // Every draft matches: the last row's token follows them.
+  o = sampler.Sample(Speculating(Step("s", 1, 100), 2), Peaks({77, 78, 90}),
+                     History{1, 40, 41, 77, 78});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(Tokens(*o), (std::vector<int32_t>{77, 78, 90}));
+  EXPECT_EQ(o->accepted, 2u);
+}
+
+TEST_F(LastStageSamplerTest, TheRequestEndsAmongItsDrafts) {
+  const int32_t eos = tokenizer().eos_id();
+  LastStageSampler sampler(tokenizer(), kContext, 16);
+  absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(
+      Speculating(Step("r", 0, 100), 3), Peaks({77, eos, 5, 5}), History{1, 40, 77, eos, 5});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(Tokens(*o), (std::vector<int32_t>{77, eos}));
+  EXPECT_EQ(o->deliveries.back().finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_TRUE(o->drafts.empty());
+  EXPECT_EQ(sampler.size(), 0u);
+  // max_tokens 2: the second token is the last, whatever matched.
+  o = sampler.Sample(Speculating(Step("s", 0, 2), 3), Peaks({77, 78, 79, 80}),
+                     History{1, 40, 77, 78, 79});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(Tokens(*o), (std::vector<int32_t>{77, 78}));
+  EXPECT_EQ(o->deliveries.back().finish_reason(), v1::FINISH_REASON_LENGTH);
+}
+
+// Drafting never changes what a seeded request samples: each position
+// takes the next value of the random stream, drafted or not.
+TEST_F(LastStageSamplerTest, SeededTokensAreTheSameWithDrafts) {
+  const SamplingParams seeded{.temperature = 1.5f, .seed = 99};
+  auto logits_at = [&](size_t pos) { return Peak(static_cast<int32_t>(50 + pos % 5), 2); };
+  std::vector<int32_t> plain_tokens;
+  {
+    LastStageSampler sampler(tokenizer(), kContext, 16);
+    std::vector<int32_t> history = {1, 40, 41};
+    for (uint32_t i = 0; i < 10; ++i) {
+      absl::StatusOr<v1::DeliverTokenRequest> d =
+          First(sampler, Step("r", i, 100, seeded), logits_at(history.size()), history);
+      ASSERT_TRUE(d.ok()) << d.status();
+      plain_tokens.push_back(d->token());
+      history.push_back(d->token());
+    }
+  }
+  ASSERT_NE(plain_tokens, std::vector<int32_t>(10, plain_tokens[0]));
+  // The same, with steps drafting the true tokens two at a time, then one
+  // wrong one: every token comes out as before.
+  LastStageSampler sampler(tokenizer(), kContext, 16);
+  std::vector<int32_t> history = {1, 40, 41};
+  std::vector<int32_t> tokens;
+  while (tokens.size() < plain_tokens.size()) {
+    const size_t have = tokens.size();
+    std::vector<int32_t> step_history = history;
+    std::vector<float> rows = logits_at(history.size());
+    uint32_t drafts = 0;
+    for (size_t j = have; j < have + 2 && j + 1 < plain_tokens.size(); ++j, ++drafts) {
+      step_history.push_back(plain_tokens[j]);
+      const std::vector<float> next = logits_at(step_history.size());
+      rows.insert(rows.end(), next.begin(), next.end());
+    }
+    step_history.push_back(7);  // a wrong draft
+    const std::vector<float> next = logits_at(step_history.size());
+    rows.insert(rows.end(), next.begin(), next.end());
+    ++drafts;
+    absl::StatusOr<LastStageSampler::Outcome> o =
+        sampler.Sample(Speculating(Step("r", static_cast<uint32_t>(have), 100, seeded), drafts),
+                       rows, step_history);
+    ASSERT_TRUE(o.ok()) << o.status();
+    for (int32_t t : Tokens(*o)) {
+      tokens.push_back(t);
+      history.push_back(t);
+    }
+  }
+  tokens.resize(plain_tokens.size());
+  EXPECT_EQ(tokens, plain_tokens);
+}
+
+TEST_F(LastStageSamplerTest, TheNextDraftsAreLookedUpInTheSessionWithinItsLimits) {
+  LastStageSampler sampler(tokenizer(), kContext, 16);
+  // "5 6 7 8 9 ... 5 6" then 7 sampled: the next drafts are what followed
+  // "5 6 7" before, as many as the request allows.
+  absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(
+      Speculating(Step("r", 0, 100), 0, 4), Peak(7), History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->drafts, (std::vector<int32_t>{8, 9, 10, 11}));
+  // Two tokens left to generate: one draft at most (the step after yields
+  // the draft and its own token).
+  o = sampler.Sample(Speculating(Step("s", 0, 3), 0), Peak(7),
+                     History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->drafts, (std::vector<int32_t>{8}));
+  // A request that does not speculate gets none.
+  o = sampler.Sample(Step("t", 0, 100), Peak(7), History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->drafts.empty());
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ constexpr uint64_t kEntryOverheadBytes = 256;
 
 bool HasParts(const v1::StageStepRequest& step) {
   return step.has_plan() || step.has_sampling() || step.has_limits() || step.has_logprobs() ||
-         !step.constraint().empty() || step.wire_dtype() != v1::DTYPE_UNSPECIFIED;
+         !step.constraint().empty() || step.wire_dtype() != v1::DTYPE_UNSPECIFIED ||
+         step.has_speculation();
 }
 
 void CopyParts(const v1::StageStepRequest& from, v1::StageStepRequest& to) {
@@ -22,6 +23,7 @@ void CopyParts(const v1::StageStepRequest& from, v1::StageStepRequest& to) {
   *to.mutable_logprobs() = from.logprobs();
   to.set_constraint(from.constraint());
   to.set_wire_dtype(from.wire_dtype());
+  *to.mutable_speculation() = from.speculation();
 }
 
 absl::Status RequestPartsTable::Keep(const v1::StageStepRequest& step) {

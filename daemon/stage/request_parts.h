@@ -1,8 +1,8 @@
 // A request's parts: the fields of a StageStepRequest that are the same on
 // every step of the request (plan, sampling, limits, logprobs, constraint,
-// wire_dtype). A request's first step to a stage carries them; its later
-// steps set parts_omitted and leave them out (proto/ringlm.proto), so a
-// decode step is as small with a 32 KiB constraint as without one.
+// wire_dtype, speculation). A request's first step to a stage carries them;
+// its later steps set parts_omitted and leave them out (proto/ringlm.proto),
+// so a decode step is as small with a 32 KiB constraint as without one.
 #ifndef RINGLM_DAEMON_STAGE_REQUEST_PARTS_H_
 #define RINGLM_DAEMON_STAGE_REQUEST_PARTS_H_
 

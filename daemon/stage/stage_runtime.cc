@@ -69,7 +69,7 @@ StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* tran
       limits_(MakeLimits(model, self_id_, options.max_step_tokens)),
       sessions_(options.sessions),
       parts_(options.max_parts_bytes),
-      sampler_(model.tokenizer(), model.context_size(), options.max_samplers),
+      sampler_(model.tokenizer(), model.context_size(), options.max_samplers, options.draft_model),
       sender_(RingSender::Limits{}),
       queue_(options.max_queued_steps, options.max_queued_bytes, options.queue_wait_seconds),
       worker_([this] { WorkerLoop(); }) {}
@@ -381,6 +381,12 @@ absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStep
                                                              const Bundle& bundle) {
   RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, bundle));
   KvCache& cache = lease.cache();
+  // The previous step's rejected drafts go first (the last stage, which
+  // rejected them, has dropped its own already).
+  if (request.discard() > 0 &&
+      cache.n_positions() == uint64_t{request.position()} + request.discard()) {
+    cache.Truncate(request.position());
+  }
   if (cache.n_positions() != request.position()) {
     return absl::FailedPreconditionError(absl::StrCat("the session holds ", cache.n_positions(),
                                                       " positions here, the step expects ",
@@ -424,7 +430,11 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
   }
   if (ready.empty()) return;
   std::vector<StageBatchItem> items;
-  for (Prepared& p : ready) items.push_back({&p.lease.cache(), InputOf(p), &p.out});
+  for (Prepared& p : ready) {
+    // A step that verifies drafts needs the logits of each of them too.
+    const uint32_t rows = p.request->sample() ? p.request->drafts() + 1 : 1;
+    items.push_back({&p.lease.cache(), InputOf(p), &p.out, rows});
+  }
   const auto forward_start = std::chrono::steady_clock::now();
   if (absl::Status s = bundle->engine->ForwardBatch(items, LogitsMode::kLastPosition); !s.ok()) {
     for (const Prepared& p : ready) ReportError(RefOf(*p.request), s);  // Prepare checked each
@@ -459,6 +469,8 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
     *next.mutable_tokens() = request.tokens();
     next.set_sample(request.sample());
     next.set_generated(request.generated());
+    next.set_drafts(request.drafts());
+    next.set_discard(request.discard());
     *next.mutable_hidden() = EncodeHidden(p.out, n, model_.config().n_embd, request.wire_dtype());
     SendStep(request.plan().stages(index + 1).node_id(), std::move(next), RefOf(request),
              absl::StrCat("forwarding to stage ", index + 1));
@@ -468,7 +480,7 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
     ReportPromptProgress(request);
     return absl::OkStatus();
   }
-  return Sample(request, p.out, p.lease.cache().tokens());
+  return Sample(request, p.out, p.lease.cache());
 }
 
 void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
@@ -481,15 +493,26 @@ void StageRuntime::ReportPromptProgress(const v1::StageStepRequest& request) {
 }
 
 absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
-                                  const std::vector<float>& logits,
-                                  std::span<const int32_t> history) {
-  RINGLM_ASSIGN_OR_RETURN(v1::DeliverTokenRequest deliver,
-                          sampler_.Sample(request, logits, history));
-  const bool last = deliver.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
-  const int32_t token = deliver.token();
-  const uint32_t index = deliver.index();
+                                  const std::vector<float>& logits, KvCache& cache) {
+  RINGLM_ASSIGN_OR_RETURN(LastStageSampler::Outcome outcome,
+                          sampler_.Sample(request, logits, cache.tokens()));
+  const v1::DeliverTokenRequest& last = outcome.deliveries.back();
+  const bool ends = last.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+  const int32_t token = last.token();
+  const uint32_t index = last.index();
+  // The session keeps the drafts that matched; the other stages drop the
+  // rest when the next step comes (its `discard`).
+  const uint32_t held = static_cast<uint32_t>(cache.n_positions());
+  const uint32_t valid = held - request.drafts() + outcome.accepted;
+  cache.Truncate(valid);
+  // One call for the step's tokens: each is a round trip to the origin, in
+  // the lane the next step to stage 0 may share.
+  v1::DeliverTokenRequest deliver = std::move(outcome.deliveries.front());
+  for (size_t i = 1; i < outcome.deliveries.size(); ++i) {
+    *deliver.add_then() = std::move(outcome.deliveries[i]);
+  }
   SendDelivery(request.origin(), std::move(deliver));
-  if (last) {
+  if (ends) {
     absl::MutexLock lock(&mu_);
     parts_.Drop(request.request_id());  // the request is over
     return absl::OkStatus();
@@ -499,8 +522,11 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
   // request here when that step comes back.
   // Stage 0 holds the parts: they came with the request's first step.
   v1::StageStepRequest next = NextStep(request, 0, /*with_parts=*/false);
-  next.set_position(static_cast<uint32_t>(history.size()));
+  next.set_position(valid);
+  next.set_discard(held - valid);
   next.add_tokens(token);
+  for (int32_t draft : outcome.drafts) next.add_tokens(draft);
+  next.set_drafts(static_cast<uint32_t>(outcome.drafts.size()));
   next.set_sample(true);
   next.set_generated(index + 1);
   SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),

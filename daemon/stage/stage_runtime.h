@@ -60,6 +60,10 @@ struct StageOptions {
   // The turns at the cores this daemon takes with the others of its machine
   // (ComputeLock); null = none. Must outlive the runtime.
   ComputeLock* compute_lock = nullptr;
+  // Guesses for the requests this node samples (speculative decoding),
+  // instead of n-gram lookup; null = none. Only the worker thread uses it.
+  // Must outlive the runtime.
+  DraftModel* draft_model = nullptr;
   Histogram* turn_wait_seconds = nullptr;  // observes each wait for a turn; may be null
   // Before a batch, wait at most this long (and at most a tenth of the last
   // forward pass) for as many steps as the last batch had: the steps of one
@@ -166,10 +170,12 @@ class StageRuntime : public LocalStage {
   // must be held exactly, by digest; otherwise a cache-miss error.
   absl::StatusOr<SessionStore::Lease> AcquireSession(const v1::StageStepRequest& request,
                                                      const Bundle& bundle);
-  // Samples the next token from `logits` (LastStageSampler), delivers it to
-  // the origin and, unless the request ends, sends it to stage 0.
+  // Samples the step's tokens from `logits` (LastStageSampler: the next
+  // token, and the drafts that match), drops the rejected drafts from
+  // `cache`, delivers the tokens to the origin and, unless the request ends,
+  // sends the last of them, with the next drafts, to stage 0.
   absl::Status Sample(const v1::StageStepRequest& request, const std::vector<float>& logits,
-                      std::span<const int32_t> history);
+                      KvCache& cache);
   // On the last stage, after a prompt chunk that samples nothing: tells the
   // origin how far the prompt has got (DeliverTokenRequest.prompt_positions).
   // That frees room for the origin's next chunks, and its no-progress

@@ -4,6 +4,7 @@
 #include "base/status_macros.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/sampling/output_constraint.h"
+#include "inference/sampling/speculation.h"
 
 namespace ringlm {
 namespace {
@@ -72,6 +73,18 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
                                                      " is outside the vocabulary [0, ",
                                                      limits.n_vocab, ")"));
     }
+  }
+  if (step.drafts() > 0 &&
+      (step.drafts() > kMaxDrafts || step.drafts() >= static_cast<uint32_t>(n) || !step.sample())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "drafts must be at most ", kMaxDrafts, ", fewer than the tokens, on a step that samples"));
+  }
+  if (step.discard() > kMaxDrafts) {
+    return absl::InvalidArgumentError(absl::StrCat("discard must be at most ", kMaxDrafts));
+  }
+  if (step.speculation().max_drafts() > kMaxDrafts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("speculation.max_drafts must be at most ", kMaxDrafts));
   }
   if (step.stage_index() == 0) {
     if (step.has_hidden()) {

@@ -32,7 +32,9 @@ inline constexpr size_t kMaxWireIdBytes = 128;
 // and names this node at stage_index, 1..max_step_tokens token ids inside the
 // vocabulary at positions inside the context, hidden states of exactly
 // [tokens, n_embd] whose byte size matches the dtype (none on stage 0), a
-// consistent prefix claim, valid sampling parameters, and at most
+// consistent prefix claim, valid sampling parameters, at most kMaxDrafts
+// drafts (fewer than its tokens, on a step that samples) and discarded
+// positions, and at most
 // MaxStepBytes(limits) bytes in all.
 absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimits& limits);
 

@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "inference/sampling/output_constraint.h"
+#include "inference/sampling/speculation.h"
 
 namespace ringlm {
 namespace {
@@ -101,6 +102,26 @@ TEST(StepValidatorTest, BoundsLogprobsAndTheConstraint) {
   EXPECT_TRUE(ValidateStageStep(r, Limits()).ok());
   r.set_constraint(std::string(kMaxConstraintBytes + 1, ' '));
   ExpectInvalid(r, "constraint");
+}
+
+TEST(StepValidatorTest, BoundsDraftsAndDiscardedPositions) {
+  v1::StageStepRequest r = Valid();
+  r.set_sample(true);
+  r.set_drafts(1);  // tokens 1, 2: the second a draft
+  r.set_discard(kMaxDrafts);
+  r.mutable_speculation()->set_max_drafts(kMaxDrafts);
+  EXPECT_TRUE(ValidateStageStep(r, Limits()).ok());
+  r.set_drafts(2);
+  ExpectInvalid(r, "fewer than the tokens");
+  r.set_drafts(1);
+  r.set_sample(false);
+  ExpectInvalid(r, "on a step that samples");
+  r = Valid();
+  r.set_discard(kMaxDrafts + 1);
+  ExpectInvalid(r, "discard");
+  r = Valid();
+  r.mutable_speculation()->set_max_drafts(kMaxDrafts + 1);
+  ExpectInvalid(r, "max_drafts");
 }
 
 TEST(StepValidatorTest, ChecksThePlanAndTheClaim) {
