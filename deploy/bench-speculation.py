@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Single-stream decode with and without speculative decoding, through a
+ring of ringlmd processes on this host whose node-to-node links are delayed
+by deploy/delay_proxy.py (this kernel has no netem).
+
+Each node binds 127.0.0.1:PORT and advertises 127.0.0.2:PORT, where a proxy
+relays to it after --delay-ms each way, so every hop between stages pays
+the delay; the client talks to the head directly. Runs alternate
+(speculation on, off, on, ...) --repeats times; the best of each is shown:
+
+  mode  prompt  ms_per_token  tokens_per_s  tokens_per_trip  acceptance  speedup
+
+one row pair per prompt (--prompts, separated by '|'). tokens_per_trip =
+tokens / (tokens - accepted drafts); acceptance = accepted drafts / drafts
+checked (from the head's /metrics, per run). The replies with and without
+speculation must be the same, or the script fails. With --draft-model, a
+second ring whose nodes run it (ringlmd --draft-model) is measured the same
+way.
+
+  deploy/bench-speculation.py [--model FILE] [--draft-model FILE] [--nodes 3]
+      [--delay-ms 1] [--tokens 200] [--max-drafts 8] [--repeats 3] [--threads 1]
+
+Default model: ../shared/models/stories260K-f32.gguf beside the checkout.
+Standard library only; loopback addresses only.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def start_ring(a, work, key, extra, tag):
+    """Starts a.nodes daemons behind delaying proxies; returns (procs, head, split)."""
+    procs = []
+    base = 20000 + random.randrange(20000)
+    ports = [base + 1 + i for i in range(a.nodes)]
+    pairs = [f"127.0.0.2:{port}=127.0.0.1:{port}" for port in ports]
+    procs.append(subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "deploy", "delay_proxy.py"),
+         "--delay-ms", str(a.delay_ms)] + pairs,
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"proxy-{tag}.log"), "w")))
+    for i, port in enumerate(ports):
+        procs.append(subprocess.Popen(
+            [a.ringlmd, "--model", a.model, "--grpc-host", "127.0.0.1", "--grpc-port", str(port),
+             "--advertise-host", "127.0.0.2", "--discovery-port", str(base),
+             "--loopback-only", "--memory-mb", "4000", "--placement", "memory",
+             "--threads", str(a.threads), "--state-dir", os.path.join(work, f"{tag}-s{i}"),
+             "--max-drafts", str(a.max_drafts), "--log-level", "warn", "--cluster-key", key]
+            + extra,
+            stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(work, f"{tag}-node{i}.log"), "w")))
+    head = f"127.0.0.1:{ports[0]}"
+    for _ in range(300):
+        r = run([a.ringlm, "status", "--json", "--node", head, "--cluster-key", key])
+        if r.returncode == 0:
+            status = json.loads(r.stdout)
+            if len(status["plan"]["stages"]) == a.nodes:
+                break
+        time.sleep(0.1)
+    else:
+        stop(procs)
+        sys.exit("bench-speculation: the ring did not form; logs in " + work)
+    time.sleep(1)  # every node applies the plan
+    split = " ".join(f"[{s['first_layer']},{s['last_layer']})" for s in status["plan"]["stages"])
+    return procs, head, split
+
+
+def stop(procs):
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def measure(a, head, key, prompt):
+    """Best of a.repeats runs with speculation and without, alternating:
+    {True: (ms, drafted, accepted, tokens), False: ...}, after checking that
+    both gave the same reply."""
+
+    def metrics():
+        r = run([a.ringlm, "status", "--json", "--node", head, "--cluster-key", key])
+        for n in json.loads(r.stdout)["nodes"]:
+            if n["self"]:
+                m = n.get("metrics") or {}
+                return m.get("drafted_tokens", 0), m.get("accepted_draft_tokens", 0)
+        return 0, 0
+
+    def generate(speculate):
+        before = metrics()
+        cmd = [a.ringlm, "generate", "--cluster", head, "--cluster-key", key, "--prompt",
+               prompt, "--temp", "0", "-n", str(a.tokens), "--ignore-eos", "--timings", "--json"]
+        if not speculate:
+            cmd.append("--no-speculation")
+        r = run(cmd)
+        if r.returncode != 0:
+            sys.exit("bench-speculation: generate failed: " + r.stderr)
+        m = re.search(r"([\d.]+) ms/token", r.stderr)
+        after = metrics()
+        return (json.loads(r.stdout)["ids"], float(m.group(1)), after[0] - before[0],
+                after[1] - before[1])
+
+    best, ids = {}, {}
+    for _ in range(a.repeats):
+        for speculate in (True, False):
+            got, ms, drafted, accepted = generate(speculate)
+            ids.setdefault(speculate, got)
+            if got != ids[speculate]:
+                sys.exit("bench-speculation: the same request gave different replies")
+            if speculate not in best or ms < best[speculate][0]:
+                best[speculate] = (ms, drafted, accepted, len(got))
+    if ids[True] != ids[False]:
+        sys.exit(f"bench-speculation: speculation changed the reply to '{prompt}'")
+    return best
+
+
+def row(name, prompt, result, plain_ms):
+    ms, drafted, accepted, n = result
+    trip = n / max(1, n - accepted)
+    acceptance = accepted / drafted if drafted else 0.0
+    print(f"{name:<12} {prompt[:18]:<18} {ms:12.3f} {1000 / ms:12.1f} {trip:15.2f} "
+          f"{acceptance:10.2f} {plain_ms / ms:7.2f}x", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=os.path.join(REPO, "..", "shared", "models",
+                                                   "stories260K-f32.gguf"))
+    p.add_argument("--draft-model", help="also measure with this draft model (a second ring)")
+    p.add_argument("--nodes", type=int, default=3)
+    p.add_argument("--delay-ms", type=float, default=1.0)
+    p.add_argument("--tokens", type=int, default=200)
+    p.add_argument("--max-drafts", type=int, default=8)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--prompts", default="Lily and Tom|Once upon a time|The cat|One day",
+                   help="prompts separated by '|'")
+    p.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(REPO, "build")))
+    a = p.parse_args()
+    a.ringlmd = os.path.join(a.build, "daemon", "ringlmd")
+    a.ringlm = os.path.join(a.build, "cli", "ringlm")
+    prompts = a.prompts.split("|")
+    work = tempfile.mkdtemp(prefix="ringlm-spec-")
+    procs = []
+    try:
+        key = os.path.join(work, "cluster.key")
+        subprocess.run([a.ringlm, "keygen", "--out", key], check=True, capture_output=True)
+        rings = [("n-gram", [])]
+        if a.draft_model:
+            rings.append(("draft model", ["--draft-model", a.draft_model]))
+        for name, extra in rings:
+            procs, head, split = start_ring(a, work, key, extra, name.replace(" ", "-"))
+            print(f"{name}: model {os.path.basename(a.model)}, {a.nodes} nodes {split}, "
+                  f"{a.delay_ms} ms one-way per link, {a.tokens} tokens, max {a.max_drafts} "
+                  f"drafts, best of {a.repeats}", flush=True)
+            print(f"{'mode':<12} {'prompt':<18} {'ms_per_token':>12} {'tokens_per_s':>12} "
+                  f"{'tokens_per_trip':>15} {'acceptance':>10} {'speedup':>8}", flush=True)
+            total = {True: 0.0, False: 0.0}
+            for prompt in prompts:
+                best = measure(a, head, key, prompt)
+                row("plain", prompt, best[False], best[False][0])
+                row(name, prompt, best[True], best[False][0])
+                for speculate in (True, False):
+                    total[speculate] += best[speculate][0]
+            print(f"{name}: over the prompts, {total[False] / total[True]:.2f}x the plain "
+                  "tokens/s (sum of ms/token, plain over speculating)\n", flush=True)
+            stop(procs)
+            procs = []
+    finally:
+        stop(procs)
+        if os.environ.get("KEEP_LOGS"):
+            print("logs in " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
