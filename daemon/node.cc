@@ -255,7 +255,13 @@ absl::Status Node::Start() {
 
   // The cluster: who is a member, and the partition of the layers.
   RINGLM_ASSIGN_OR_RETURN(WeightFootprint fp, ComputeFootprint(model_->file(), config));
-  ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes};
+  // Each layer's own tensors (a dense leading layer weighs less than a MoE
+  // one). From the model file, the same on every node, so every node plans
+  // alike. KV is not charged per layer: a stage's KV is its --kv-cache-mb
+  // budget whatever its layers, and --ctx is neither announced nor the same
+  // on every node.
+  ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes,
+                           fp.layer_bytes};
   cluster_ = std::make_unique<ClusterView>(
       o.cluster, NodeDescriptor{node_id_, address(), caps_}, footprint, model_->fingerprint(),
       discovery_.get(), client_.get(),

@@ -191,6 +191,7 @@ absl::StatusOr<WeightFootprint> ComputeFootprint(const GgufFile& file, const Mod
     if (layer_bytes == 0) {
       return absl::NotFoundError(absl::StrCat("layer ", i, " has no tensors"));
     }
+    f.layer_bytes.push_back(layer_bytes);
     f.max_layer_bytes = std::max(f.max_layer_bytes, layer_bytes);
   }
   RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* embd, file.RequireTensor("token_embd.weight"));

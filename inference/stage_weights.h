@@ -120,10 +120,11 @@ class StageWeights {
 // Bytes of weights per layer and at either end, for planning a partition
 // without loading anything.
 struct WeightFootprint {
-  uint64_t max_layer_bytes = 0;  // the largest block
-  uint64_t embedding_bytes = 0;  // token_embd
-  uint64_t head_bytes = 0;       // output_norm + output (token_embd again when tied)
-  uint64_t total_bytes = 0;      // every tensor in the file
+  std::vector<uint64_t> layer_bytes;  // each block's tensors, n_layer of them
+  uint64_t max_layer_bytes = 0;       // the largest block
+  uint64_t embedding_bytes = 0;       // token_embd
+  uint64_t head_bytes = 0;            // output_norm + output (token_embd again when tied)
+  uint64_t total_bytes = 0;           // every tensor in the file
 };
 absl::StatusOr<WeightFootprint> ComputeFootprint(const GgufFile& file, const ModelConfig& config);
 

@@ -60,8 +60,24 @@ absl::Status ValidateInput(const std::vector<NodeDescriptor>& nodes, const Model
                                                    " nodes: at most ", kMaxPartitionNodes));
   }
   if (model.n_layers == 0) return absl::InvalidArgumentError("model has no layers");
-  if (model.bytes_per_layer == 0) {
+  if (model.layer_bytes.empty() && model.bytes_per_layer == 0) {
     return absl::InvalidArgumentError("model footprint has bytes_per_layer == 0");
+  }
+  if (!model.layer_bytes.empty()) {
+    if (model.layer_bytes.size() != model.n_layers) {
+      return absl::InvalidArgumentError(absl::StrCat("model footprint has ",
+                                                     model.layer_bytes.size(), " layer sizes for ",
+                                                     model.n_layers, " layers"));
+    }
+    for (uint32_t i = 0; i < model.n_layers; ++i) {
+      if (model.layer_bytes[i] == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model footprint has layer ", i, " of 0 bytes"));
+      }
+    }
+    if (model.TotalLayerBytes() > std::numeric_limits<uint64_t>::max()) {
+      return absl::InvalidArgumentError("model footprint's layers add up to more than 2^64 bytes");
+    }
   }
   absl::flat_hash_set<std::string> seen;
   for (const NodeDescriptor& node : nodes) {
@@ -73,10 +89,11 @@ absl::Status ValidateInput(const std::vector<NodeDescriptor>& nodes, const Model
   return absl::OkStatus();
 }
 
+// `layers_that_fit` of the model's layers fit, `missing` bytes of layers do not.
 absl::Status DoesNotFit(const std::vector<NodeDescriptor>& nodes, const ModelFootprint& model,
-                        uint64_t layers_that_fit) {
-  const U128 needed = U128{model.n_layers} * model.bytes_per_layer + model.first_stage_extra_bytes +
-                      model.last_stage_extra_bytes;
+                        uint64_t layers_that_fit, U128 missing) {
+  const U128 needed =
+      model.TotalLayerBytes() + model.first_stage_extra_bytes + model.last_stage_extra_bytes;
   U128 usable = 0;
   for (const NodeDescriptor& node : nodes) usable += node.caps.usable_memory_bytes;
   // Round what is needed up and what is there down, so the three numbers in
@@ -89,11 +106,16 @@ absl::Status DoesNotFit(const std::vector<NodeDescriptor>& nodes, const ModelFoo
         " MiB usable: ", Saturate(needed_mib - usable_mib), " MiB short"));
   }
   // Enough bytes in total, but a layer cannot be split across nodes.
-  const U128 missing = U128{model.n_layers - layers_that_fit} * model.bytes_per_layer;
   return absl::ResourceExhaustedError(absl::StrCat(
       "model needs ", Saturate(needed_mib), " MiB and the cluster has ", Saturate(usable_mib),
       " MiB usable, but layers cannot be split across nodes: only ", layers_that_fit, " of ",
       model.n_layers, " layers fit, ", Saturate((missing + kMiB - 1) / kMiB), " MiB short"));
+}
+
+absl::Status DoesNotFit(const std::vector<NodeDescriptor>& nodes, const ModelFootprint& model,
+                        uint64_t layers_that_fit) {
+  return DoesNotFit(nodes, model, layers_that_fit,
+                    U128{model.n_layers - layers_that_fit} * model.bytes_per_layer);
 }
 
 // Sets slot.layers so that they add up to `total`, each in
@@ -173,6 +195,107 @@ absl::Status Apportion(std::vector<Slot>& slots, uint32_t total) {
   }
 }
 
+// Bit length of v (0 for 0).
+int BitLength(U128 v) {
+  int n = 0;
+  for (; v != 0; v >>= 1) ++n;
+  return n;
+}
+
+// Steps 2'-4' of PartitionLayers, for layers of different sizes, over
+// `nodes` in MemoryOrder; `fill_first` as for PlaceByMemory. Exact integer
+// arithmetic: layer bytes add up to < 2^64 (ValidateInput), and memory
+// weights are scaled down to below 2^62 in all, so products stay < 2^127.
+// Cost: O(k * n_layers * log n_layers) for k participants.
+absl::StatusOr<Partition> PlaceBytesByMemory(const std::vector<NodeDescriptor>& nodes,
+                                             const ModelFootprint& model,
+                                             const std::vector<bool>& fill_first) {
+  const uint32_t n = model.n_layers;
+  std::vector<U128> prefix(n + 1, 0);  // bytes of layers [0, k)
+  for (uint32_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + model.LayerBytes(i);
+  const U128 total = prefix[n];
+  auto room = [&](size_t i, size_t k) -> U128 {
+    const U128 extras = ExtrasAt(i, k, model);
+    const uint64_t usable = nodes[i].caps.usable_memory_bytes;
+    return usable < extras ? 0 : usable - extras;
+  };
+  // 2'. The last participant must hold its extras and the last layer.
+  size_t k = std::min<size_t>(nodes.size(), n);
+  while (k > 0 && room(k - 1, k) < model.LayerBytes(n - 1)) --k;
+  if (k == 0) return DoesNotFit(nodes, model, 0, total);
+  std::vector<U128> cap(k);
+  for (size_t i = 0; i < k; ++i) cap[i] = room(i, k);
+  // The end of the longest block from `start` that fits node i (start: none).
+  auto max_end = [&](size_t i, uint32_t start) -> uint32_t {
+    const U128 limit = prefix[start] + cap[i];
+    return static_cast<uint32_t>(std::upper_bound(prefix.begin() + start, prefix.end(), limit) -
+                                 prefix.begin() - 1);
+  };
+  // can[i][p]: nodes i..k-1 can hold layers [p, n), each at least one.
+  std::vector<std::vector<bool>> can(k + 1, std::vector<bool>(n + 1, false));
+  can[k][n] = true;
+  for (size_t i = k; i-- > 0;) {
+    std::vector<uint32_t> later(n + 2, 0);  // later[e] = #{e' < e : can[i+1][e']}
+    for (uint32_t e = 0; e <= n; ++e) later[e + 1] = later[e] + (can[i + 1][e] ? 1 : 0);
+    for (uint32_t p = 0; p < n; ++p) {
+      const uint32_t last = max_end(i, p);
+      can[i][p] = last > p && later[last + 1] > later[p + 1];
+    }
+  }
+  // 3'.
+  if (!can[0][0]) {
+    uint32_t covered = 0;  // as far as filling each node in turn gets
+    for (size_t i = 0; i < k && covered < n; ++i) covered = max_end(i, covered);
+    return DoesNotFit(nodes, model, covered, total - prefix[covered]);
+  }
+  // 4'. Weights: memory left for layers, scaled so that they sum below 2^62.
+  U128 weight_sum = 0;
+  for (size_t i = 0; i < k; ++i) weight_sum += cap[i];
+  const int shift = std::max(0, BitLength(weight_sum) - 62);
+  std::vector<U128> weight(k);
+  for (size_t i = 0; i < k; ++i) weight[i] = std::max<U128>(1, cap[i] >> shift);
+  auto fills = [&](size_t i) { return !fill_first.empty() && fill_first[i]; };
+  Partition partition;
+  uint32_t start = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const uint32_t last = max_end(i, start);
+    uint32_t end = start;
+    if (fills(i)) {
+      // A faster node: the longest block that leaves the rest placeable.
+      for (uint32_t e = last; e > start && end == start; --e) {
+        if (can[i + 1][e]) end = e;
+      }
+    } else {
+      // Its share, by memory among the nodes that do not fill, of the bytes
+      // left less what later filling nodes take.
+      U128 later_fill = 0;
+      U128 others = 0;
+      for (size_t j = i; j < k; ++j) {
+        if (j > i && fills(j)) later_fill += cap[j];
+        if (!fills(j)) others += weight[j];
+      }
+      const U128 left = total - prefix[start];
+      const U128 share = later_fill >= left ? 0 : left - later_fill;
+      const U128 target = share * weight[i];  // in units of 1/others
+      U128 best_distance = 0;
+      for (uint32_t e = start + 1; e <= last; ++e) {
+        if (!can[i + 1][e]) continue;
+        const U128 got = (prefix[e] - prefix[start]) * others;
+        const U128 distance = got > target ? got - target : target - got;
+        if (end == start || distance < best_distance) {
+          end = e;
+          best_distance = distance;
+        }
+      }
+    }
+    if (end == start) return absl::InternalError("byte placement found no block");
+    partition.stages.push_back({nodes[i].node_id, nodes[i].address, start, end});
+    start = end;
+  }
+  if (start != n) return absl::InternalError("layer blocks do not add up");
+  return partition;
+}
+
 // The memory rule (steps 2-4 of PartitionLayers) over `nodes`, already in
 // MemoryOrder. Participants whose `fill_first` flag is set get their capacity
 // (less, one layer at a time from the last of them, where the others could
@@ -181,6 +304,7 @@ absl::Status Apportion(std::vector<Slot>& slots, uint32_t total) {
 absl::StatusOr<Partition> PlaceByMemory(const std::vector<NodeDescriptor>& nodes,
                                         const ModelFootprint& model,
                                         const std::vector<bool>& fill_first) {
+  if (!model.layer_bytes.empty()) return PlaceBytesByMemory(nodes, model, fill_first);
   // Participants: the largest min(n, n_layers) nodes, minus trailing ones that
   // cannot hold a layer where they stand. Dropping the last makes the one
   // before it last, and it must then also pay for the output head.
@@ -256,7 +380,9 @@ absl::StatusOr<Partition> PlaceBySpeed(const std::vector<NodeDescriptor>& nodes,
                                        const ModelFootprint& model) {
   std::vector<DeviceCapabilities> caps;
   for (const NodeDescriptor& node : nodes) caps.push_back(node.caps);
-  const std::vector<uint32_t> classes = SpeedClasses(caps, model.bytes_per_layer);
+  // A class depends on nodes' time ratios alone; the mean layer stands for all.
+  const uint64_t mean_layer = static_cast<uint64_t>(model.TotalLayerBytes() / model.n_layers);
+  const std::vector<uint32_t> classes = SpeedClasses(caps, std::max<uint64_t>(1, mean_layer));
   const uint32_t slowest = *std::max_element(classes.begin(), classes.end());
   for (uint32_t k = 0;; ++k) {
     std::vector<NodeDescriptor> subset;
@@ -275,9 +401,25 @@ absl::StatusOr<Partition> PlaceBySpeed(const std::vector<NodeDescriptor>& nodes,
 
 }  // namespace
 
-absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes,
-                                          const ModelFootprint& model) {
+bool ModelFootprint::Uniform() const {
+  return std::all_of(layer_bytes.begin(), layer_bytes.end(),
+                     [&](uint64_t b) { return b == layer_bytes.front(); });
+}
+
+unsigned __int128 ModelFootprint::TotalLayerBytes() const {
+  if (layer_bytes.empty()) return U128{n_layers} * bytes_per_layer;
+  U128 total = 0;
+  for (uint64_t b : layer_bytes) total += b;
+  return total;
+}
+
+absl::StatusOr<Partition> PartitionLayers(std::vector<NodeDescriptor> nodes, ModelFootprint model) {
   if (absl::Status status = ValidateInput(nodes, model); !status.ok()) return status;
+  if (!model.layer_bytes.empty() && model.Uniform()) {
+    // Equal layers: the layer-count rule (steps 2-4), as before sizes differed.
+    model.bytes_per_layer = model.layer_bytes.front();
+    model.layer_bytes.clear();
+  }
   std::sort(nodes.begin(), nodes.end(), MemoryOrder);
   absl::StatusOr<Partition> partition =
       AllAskForSpeed(nodes) ? PlaceBySpeed(nodes, model) : PlaceByMemory(nodes, model, {});

@@ -28,7 +28,28 @@ inline NodeDescriptor Node(std::string id, uint64_t usable_bytes) {
 
 inline ModelFootprint Model(uint32_t n_layers, uint64_t bytes_per_layer, uint64_t first_extra = 0,
                             uint64_t last_extra = 0) {
-  return {n_layers, bytes_per_layer, first_extra, last_extra};
+  return {n_layers, bytes_per_layer, first_extra, last_extra, {}};
+}
+
+// Bytes of layers [first, last).
+inline unsigned __int128 LayerBytes(const ModelFootprint& model, uint32_t first, uint32_t last) {
+  if (model.layer_bytes.empty()) {
+    return static_cast<unsigned __int128>(last - first) * model.bytes_per_layer;
+  }
+  unsigned __int128 bytes = 0;
+  for (uint32_t i = first; i < last; ++i) bytes += model.LayerBytes(i);
+  return bytes;
+}
+
+// A model of `dense` leading layers of `dense_bytes` and then `moe` layers
+// of `moe_bytes` each.
+inline ModelFootprint DenseThenMoe(uint32_t dense, uint64_t dense_bytes, uint32_t moe,
+                                   uint64_t moe_bytes, uint64_t first_extra = 0,
+                                   uint64_t last_extra = 0) {
+  ModelFootprint model{dense + moe, 0, first_extra, last_extra, {}};
+  model.layer_bytes.assign(dense, dense_bytes);
+  model.layer_bytes.insert(model.layer_bytes.end(), moe, moe_bytes);
+  return model;
 }
 
 inline std::vector<uint32_t> LayerCounts(const Partition& p) {
@@ -53,8 +74,7 @@ inline void ExpectWellFormed(const std::vector<NodeDescriptor>& nodes, const Mod
     ASSERT_NE(node, nodes.end());
     EXPECT_EQ(s.address, node->address);
     EXPECT_TRUE(seen.insert(s.node_id).second);
-    unsigned __int128 need =
-        static_cast<unsigned __int128>(s.last_layer - s.first_layer) * model.bytes_per_layer;
+    unsigned __int128 need = LayerBytes(model, s.first_layer, s.last_layer);
     if (i == 0) need += model.first_stage_extra_bytes;
     if (i + 1 == p.stages.size()) need += model.last_stage_extra_bytes;
     EXPECT_LE(need, node->caps.usable_memory_bytes) << "stage " << i << " over capacity";
