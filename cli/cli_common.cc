@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
@@ -69,6 +71,38 @@ std::string JoinPieces(const Tokenizer& tokenizer, const std::vector<int32_t>& i
 
 std::string JsonString(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string DescribeLayerBytes(const std::vector<uint64_t>& layer_bytes) {
+  auto mib = [](uint64_t bytes) { return absl::StrFormat("%.2f MiB", bytes / 1048576.0); };
+  struct Run {
+    size_t first, last;  // layers [first, last]
+    uint64_t bytes;
+  };
+  std::vector<Run> runs;
+  for (size_t i = 0; i < layer_bytes.size(); ++i) {
+    if (!runs.empty() && runs.back().bytes == layer_bytes[i]) {
+      runs.back().last = i;
+    } else {
+      runs.push_back({i, i, layer_bytes[i]});
+    }
+  }
+  constexpr size_t kMaxRuns = 4;
+  if (runs.size() <= kMaxRuns) {
+    std::vector<std::string> parts;
+    for (const Run& r : runs) {
+      parts.push_back(r.first == r.last ? absl::StrFormat("layer %zu: %s", r.first, mib(r.bytes))
+                                        : absl::StrFormat("layers %zu-%zu: %s each", r.first,
+                                                          r.last, mib(r.bytes)));
+    }
+    return absl::StrJoin(parts, ", ");
+  }
+  const auto [low, high] = std::minmax_element(layer_bytes.begin(), layer_bytes.end());
+  std::vector<uint64_t> sizes = layer_bytes;
+  std::sort(sizes.begin(), sizes.end());
+  const size_t distinct = std::unique(sizes.begin(), sizes.end()) - sizes.begin();
+  return absl::StrFormat("%zu sizes, %s (layer %zu) to %s (layer %zu)", distinct, mib(*low),
+                         low - layer_bytes.begin(), mib(*high), high - layer_bytes.begin());
 }
 
 }  // namespace ringlm

@@ -5,6 +5,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,6 +39,12 @@ std::string JoinPieces(const Tokenizer& tokenizer, const std::vector<int32_t>& i
 
 // JSON text of a string that may hold invalid UTF-8 (replaced by U+FFFD).
 std::string JsonString(const std::string& text);
+
+// Each layer's bytes in a few words: runs of equal sizes, e.g.
+// "layer 0: 1.20 MiB, layers 1-26: 4.50 MiB each"; more than four runs (as
+// mixed quantizations give) as the range, e.g. "7 sizes, 1.20 MiB (layer 3)
+// to 1.45 MiB (layer 0)". Empty for no layers.
+std::string DescribeLayerBytes(const std::vector<uint64_t>& layer_bytes);
 
 }  // namespace ringlm
 

@@ -109,5 +109,18 @@ TEST(JsonStringTest, EscapesAndReplacesInvalidUtf8) {
   EXPECT_EQ(JsonString("x\xFFy"), "\"x\xEF\xBF\xBDy\"");          // U+FFFD
 }
 
+TEST(DescribeLayerBytesTest, RunsOfEqualSizes) {
+  EXPECT_EQ(DescribeLayerBytes({}), "");
+  EXPECT_EQ(DescribeLayerBytes({1 << 20, 1 << 20, 1 << 20}), "layers 0-2: 1.00 MiB each");
+  // A dense leading layer, then MoE layers.
+  EXPECT_EQ(DescribeLayerBytes({1 << 19, 3 << 20, 3 << 20, 3 << 20}),
+            "layer 0: 0.50 MiB, layers 1-3: 3.00 MiB each");
+}
+
+TEST(DescribeLayerBytesTest, ManyRunsAsTheirRange) {
+  EXPECT_EQ(DescribeLayerBytes({5 << 20, 4 << 20, 5 << 20, 4 << 20, 6 << 20, 4 << 20}),
+            "3 sizes, 4.00 MiB (layer 1) to 6.00 MiB (layer 4)");
+}
+
 }  // namespace
 }  // namespace ringlm

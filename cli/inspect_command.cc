@@ -108,10 +108,10 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << "\n";
   }
   if (fp.ok()) {
-    out << absl::StrFormat(
-        "bytes per layer: %s (largest), embedding %s, output head %s, total %s\n",
-        Mib(fp->max_layer_bytes).c_str(), Mib(fp->embedding_bytes).c_str(),
-        Mib(fp->head_bytes).c_str(), Mib(fp->total_bytes).c_str());
+    out << absl::StrFormat("bytes per layer: %s\n", DescribeLayerBytes(fp->layer_bytes));
+    out << absl::StrFormat("embedding %s, output head %s, total %s\n",
+                           Mib(fp->embedding_bytes).c_str(), Mib(fp->head_bytes).c_str(),
+                           Mib(fp->total_bytes).c_str());
     out << absl::StrFormat("KV cache per token: %s (f16, all layers)\n",
                            Mib(uint64_t{config->n_layer} * config->n_embd_kv() * 4).c_str());
   }

@@ -38,7 +38,9 @@ TEST(InspectCommandTest, ShowsTheArchitectureLayersAndTensors) {
   EXPECT_THAT(r.out, HasSubstr("\nparameters: 292800 (f32 292800)\n"));
   EXPECT_THAT(r.out, HasSubstr("\nmodel: llama, 5 layers, n_embd 64, n_ff 172, heads 8 (kv 4), "
                                "head_dim 8, vocab 512, context 128\n"));
-  EXPECT_THAT(r.out, HasSubstr("\nbytes per layer: "));
+  // Five layers of the same tensors, all f32.
+  EXPECT_THAT(r.out, ContainsRegex("\nbytes per layer: layers 0-4: [0-9.]+ MiB each\n"));
+  EXPECT_THAT(r.out, ContainsRegex("\nembedding [0-9.]+ MiB, output head [0-9.]+ MiB, total "));
   EXPECT_THAT(r.out, HasSubstr("\nKV cache per token: "));
 }
 
@@ -65,6 +67,7 @@ TEST(InspectCommandTest, ShowsTheExpertsOfAMixtureOfExperts) {
   EXPECT_THAT(r.out, HasSubstr("\nmodel: qwen2moe, 4 layers, "));
   EXPECT_THAT(r.out,
               HasSubstr("\nexperts: 12, 4 used per token, width 128, shared expert width 512\n"));
+  EXPECT_THAT(r.out, ContainsRegex("\nbytes per layer: layers 0-3: [0-9.]+ MiB each\n"));
 }
 
 TEST(InspectCommandTest, FailsOnAFileThatIsNotGguf) {

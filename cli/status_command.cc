@@ -87,10 +87,27 @@ json Describe(const v1::TopologyReply& view,
   out["security"] = view.security();
   out["cluster_id"] = view.cluster_id();
   const v1::ModelInfo& m = view.model();
-  out["model"] = {{"file", m.file_name()},          {"name", m.name()},
-                  {"fingerprint", m.fingerprint()}, {"architecture", m.architecture()},
-                  {"n_layers", m.n_layers()},       {"bytes", m.total_bytes()},
-                  {"n_vocab", m.n_vocab()},         {"context_size", m.context_size()}};
+  out["model"] = {
+      {"file", m.file_name()},
+      {"name", m.name()},
+      {"fingerprint", m.fingerprint()},
+      {"architecture", m.architecture()},
+      {"n_layers", m.n_layers()},
+      {"bytes", m.total_bytes()},
+      {"n_vocab", m.n_vocab()},
+      {"context_size", m.context_size()},
+      {"n_expert", m.n_expert()},
+      {"n_expert_used", m.n_expert_used()},
+      {"layer_bytes", std::vector<uint64_t>(m.layer_bytes().begin(), m.layer_bytes().end())}};
+  // A node's share of the weights: the bytes of its layers (null when the
+  // node it asked is too old to say).
+  auto layers_bytes = [&m](uint32_t first, uint32_t last) -> json {
+    if (m.layer_bytes_size() != static_cast<int>(m.n_layers()) || last > m.n_layers())
+      return nullptr;
+    uint64_t bytes = 0;
+    for (uint32_t i = first; i < last; ++i) bytes += m.layer_bytes(static_cast<int>(i));
+    return bytes;
+  };
   json stages = json::array();
   for (const v1::PlanStage& s : view.plan().stages()) {
     stages.push_back({{"node_id", s.node_id()},
@@ -117,9 +134,12 @@ json Describe(const v1::TopologyReply& view,
         {"cpu_model", p.capabilities().cpu_model()},
         {"threads", p.capabilities().threads()},
         {"last_seen_ms", p.last_seen_ms_ago()},
-        {"layers", nullptr}};
+        {"layers", nullptr},
+        {"layers_bytes", nullptr}};
     for (const v1::PlanStage& s : view.plan().stages()) {
-      if (s.node_id() == p.node_id()) n["layers"] = {s.first_layer(), s.last_layer()};
+      if (s.node_id() != p.node_id()) continue;
+      n["layers"] = {s.first_layer(), s.last_layer()};
+      n["layers_bytes"] = layers_bytes(s.first_layer(), s.last_layer());
     }
     auto it = own.find(p.node_id());
     if (it != own.end() && it->second.ok()) {
@@ -165,6 +185,10 @@ void PrintTable(const json& d, std::ostream& out) {
   out << absl::StrFormat("model: %s (%s, %d layers, %s)\n", m["file"].get<std::string>().c_str(),
                          m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
                          Mib(m["bytes"].get<uint64_t>()).c_str());
+  if (m["n_expert"].get<uint32_t>() > 0) {
+    out << absl::StrFormat("experts: %u, %u used per token\n", m["n_expert"].get<uint32_t>(),
+                           m["n_expert_used"].get<uint32_t>());
+  }
   if (d.contains("partition_error")) {
     out << absl::StrFormat("no plan: %s\n", d["partition_error"].get<std::string>().c_str());
   } else {
@@ -190,9 +214,14 @@ void PrintTable(const json& d, std::ostream& out) {
     }
     out << absl::StrFormat("heads: %s\n", absl::StrJoin(heads, ", "));
   }
-  out << absl::StrFormat("\n%-20s %-22s %-22s %10s %8s %9s %9s %-12s %9s %6s %8s %9s %13s  %s\n",
-                         "NODE", "ADDRESS", "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS",
-                         "STATE", "LAST SEEN", "REQS", "TOKENS", "FWD MS", "DRAFTS OK", "CACHE");
+  out << absl::StrFormat("
+                             % -20s % -22s % -22s % 10s % 8s % 9s % 9s % 10s % -12s % 9s % 6s % 8s %
+                             9s % 13s %
+                             s ", " NODE
+                               ",
+                               "ADDRESS",
+                         "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS", "WEIGHTS", "STATE",
+                         "LAST SEEN", "REQS", "TOKENS", "FWD MS", "DRAFTS OK", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -200,6 +229,8 @@ void PrintTable(const json& d, std::ostream& out) {
     if (!n["layers"].is_null()) {
       layers = absl::StrFormat("[%d,%d)", n["layers"][0].get<int>(), n["layers"][1].get<int>());
     }
+    const std::string weights =
+        n["layers_bytes"].is_null() ? "-" : Mib(n["layers_bytes"].get<uint64_t>());
     std::string cache = "-";
     if (n.contains("cache")) {
       const json& c = n["cache"];
@@ -219,11 +250,14 @@ void PrintTable(const json& d, std::ostream& out) {
                                m["drafted_tokens"].get<double>());
     }
     out << absl::StrFormat(
-        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %-12s %9s %6.0f %8.0f %9.2f %13s  %s\n", id.c_str(),
+        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %10s %-12s %9s %6.0f %8.0f %9.2f %13s  %s
+        ",
+        id.c_str(),
         n["address"].get<std::string>().c_str(),
         n["api_address"].is_null() ? "-" : n["api_address"].get<std::string>().c_str(),
         Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
-        n["read_gbps"].get<double>(), layers.c_str(), n["state"].get<std::string>().c_str(),
+        n["read_gbps"].get<double>(), layers.c_str(), weights.c_str(),
+        n["state"].get<std::string>().c_str(),
         n["self"].get<bool>() ? "-" : absl::StrFormat("%.1fs ago", seen / 1000.0).c_str(),
         has_m ? m["requests"].get<double>() : 0.0,
         has_m ? m["generated_tokens"].get<double>() : 0.0,
@@ -236,8 +270,9 @@ void PrintTable(const json& d, std::ostream& out) {
 int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm status [--node HOST:PORT] [--json]",
               "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
-              "GFLOPS, read bandwidth, layer range, state, last-seen time and cache use, the\n"
-              "model, and whether layers are placed by speed or by memory.");
+              "GFLOPS, read bandwidth, layer range and the bytes of its layers, state,\n"
+              "last-seen time and cache use, the model (its experts, if any), and whether\n"
+              "layers are placed by speed or by memory.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddFlag("json", "print the same figures as one JSON object");
   AddClientSecurityFlags(p);

@@ -14,6 +14,7 @@ using nlohmann::json;
 using testing::CommandResult;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::RunCommand;
 using ::testing::StartsWith;
 
@@ -59,7 +60,7 @@ class StatusCommandTest : public ::testing::Test {
  protected:
   void SetUp() override { ::unsetenv("RINGLM_CLUSTER_KEY_FILE"); }
 
-  // Node "node-a" (the fake, layers [0,3), a head: its HTTP API at
+  // Node "node-a" (the fake, layers [0,3) of 5 MiB, a head: its HTTP API at
   // 127.0.0.1:8080) sees itself and "node-b" (layers [3,5)) at a port that
   // refuses connections.
   v1::TopologyReply Reply(const std::string& metrics) const {
@@ -73,6 +74,10 @@ class StatusCommandTest : public ::testing::Test {
     m->set_architecture("llama");
     m->set_n_layers(5);
     m->set_total_bytes(3 << 20);
+    // A dense first layer of 1 MiB, then MoE layers of 2 MiB: 8 experts, 2 used.
+    for (uint64_t mib : {1, 2, 2, 2, 2}) m->add_layer_bytes(mib << 20);
+    m->set_n_expert(8);
+    m->set_n_expert_used(2);
     v1::Plan* plan = r.mutable_plan();
     plan->set_epoch(7);
     for (auto [id, address, first, last] : {std::tuple("node-a", node_.address(), 0, 3),
@@ -151,6 +156,7 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   const json& a = d["nodes"][0];
   EXPECT_EQ(a["state"], "ready");
   EXPECT_EQ(a["layers"], json::parse("[0, 3]"));
+  EXPECT_EQ(a["layers_bytes"], 5 << 20);
   EXPECT_EQ(a["cache"]["sessions"], 2);
   EXPECT_EQ(a["cache"]["busy_sessions"], 1);
   const json& m = a["metrics"];
@@ -171,6 +177,10 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   const json& b = d["nodes"][1];
   EXPECT_EQ(b["state"], "unreachable");
   EXPECT_EQ(b["layers"], json::parse("[3, 5]"));
+  EXPECT_EQ(b["layers_bytes"], 4 << 20);
+  EXPECT_EQ(d["model"]["n_expert"], 8);
+  EXPECT_EQ(d["model"]["n_expert_used"], 2);
+  EXPECT_EQ(d["model"]["layer_bytes"].size(), 5u);
   EXPECT_THAT(b["error"].get<std::string>(), StartsWith("node " + peer_.address()));
   EXPECT_FALSE(b.contains("metrics"));
 }
@@ -212,21 +222,35 @@ TEST_F(StatusCommandTest, TableShowsTheModelPlanAndNodes) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("security: INSECURE (no cluster key: any host on the network "
                                 "can join)\nmodel: stories260K-f32.gguf (llama, 5 layers, 3 MiB)\n"
+                                "experts: 8, 2 used per token\n"
                                 "plan epoch 7: 2 stage(s)\n"
                                 "placement: by memory (asked for by node-b)\n"
                                 "heads: node-a at http://127.0.0.1:8080\n"));
   EXPECT_THAT(r.out, HasSubstr("NODE"));
   EXPECT_THAT(r.out, HasSubstr("API"));
   EXPECT_THAT(r.out, HasSubstr("CACHE"));
-  // node-a: itself, 2048 MiB, 12.5 GFLOPS, 9.2 GB/s, [0,3), ready, 8 requests, 120
+  EXPECT_THAT(r.out, HasSubstr("WEIGHTS"));
+  // node-a: itself, 2048 MiB, 12.5 GFLOPS, 9.2 GB/s, [0,3) of 5 MiB, ready, 8 requests, 120
   // tokens, 62.50 ms per forward, 30 of 48 drafts accepted, 2 cached sessions.
   EXPECT_THAT(r.out,
               ::testing::ContainsRegex("node-a \\* +127\\.0\\.0\\.1:[0-9]+ +127\\.0\\.0\\.1:8080 "
-                                       "+2048 MiB +12\\.5 +9\\.2 +\\[0,3\\) +ready "
+                                       "+2048 MiB +12\\.5 +9\\.2 +\\[0,3\\) +5 MiB +ready "
                                        "+- +8 +120 +62\\.50 +30/48  2 sessions, 3 MiB / 64 MiB"));
   EXPECT_THAT(r.out,
               ::testing::ContainsRegex("node-b +127\\.0\\.0\\.1:[0-9]+ +- +1024 MiB +0\\.0 +0\\.0 "
-                                       "+\\[3,5\\) +unreachable +1\\.5s ago"));
+                                       "+\\[3,5\\) +4 MiB +unreachable +1\\.5s ago"));
+}
+
+TEST_F(StatusCommandTest, ADenseModelOrAnOlderNodeShowsNoExpertsOrWeights) {
+  v1::TopologyReply reply = Reply(kMetrics);
+  reply.mutable_model()->clear_layer_bytes();  // a node from before the field
+  reply.mutable_model()->set_n_expert(0);
+  reply.mutable_model()->set_n_expert_used(0);
+  node_.SetTopology(reply);
+  CommandResult r = RunCommand(RunStatus, {"--insecure", "--node", node_.address()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("experts:")));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\\[0,3\\) +- +ready"));
 }
 
 TEST_F(StatusCommandTest, TableShowsAClusterKeyAndAMissingPlan) {

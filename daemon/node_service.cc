@@ -12,6 +12,7 @@
 #include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/kv_cache.h"
+#include "inference/stage_weights.h"
 #include "security/bearer_token.h"
 #include "security/crypto.h"
 #include "security/tls_credentials.h"
@@ -467,6 +468,12 @@ class NodeService final : public v1::RingNode::CallbackService {
     info->set_total_bytes(m.file().file_size());
     info->set_n_vocab(m.config().n_vocab);
     info->set_context_size(m.context_size());
+    info->set_n_expert(m.config().n_expert);
+    info->set_n_expert_used(m.config().n_expert_used);
+    // A pass over the tensor table per layer: cheap beside a Topology call.
+    if (absl::StatusOr<WeightFootprint> fp = ComputeFootprint(m.file(), m.config()); fp.ok()) {
+      for (uint64_t bytes : fp->layer_bytes) info->add_layer_bytes(bytes);
+    }
     FillCacheStats(reply->mutable_cache());
     reply->set_metrics(parts_.metrics->RenderPrometheusText());
   }
