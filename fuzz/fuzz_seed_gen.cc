@@ -534,6 +534,45 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
       EmitGguf(dir, "qwen3moe_no_expert_count.gguf", w.ToBytes(), Reaches::kTokenizer);
     }
   }
+  // Phi-3: fused attn_qkv and ffn_up and LongRoPE factors (a valid header
+  // and tensors); one attn_qkv a row short, which the weights' load names;
+  // and a header without its (required) sliding window.
+  {
+    GgufWriter w = TinyLlama();
+    for (const char* key :
+         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+          "attention.head_count_kv", "context_length", "rope.dimension_count",
+          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
+      w.Remove(std::string("llama.") + key);
+    }
+    w.SetString("general.architecture", "phi3");
+    w.SetUint32("phi3.block_count", 1);
+    w.SetUint32("phi3.embedding_length", 8);
+    w.SetUint32("phi3.feed_forward_length", 16);
+    w.SetUint32("phi3.attention.head_count", 2);
+    w.SetUint32("phi3.attention.head_count_kv", 2);
+    w.SetUint32("phi3.context_length", 64);
+    w.SetUint32("phi3.rope.dimension_count", 4);
+    w.SetFloat32("phi3.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.SetUint32("phi3.attention.sliding_window", 16);
+    w.SetFloat32("phi3.rope.scaling.attn_factor", 1.19f);
+    w.SetUint32("phi3.rope.scaling.original_context_length", 32);
+    Check(w.AddTensor("rope_factors_long.weight", {2}, TensorType::kF32, Floats(2)), "long");
+    Check(w.AddTensor("rope_factors_short.weight", {2}, TensorType::kF32, Floats(2)), "short");
+    Check(w.AddTensor("blk.0.attn_norm.weight", {8}, TensorType::kF32, Floats(8)), "attn_norm");
+    Check(w.AddTensor("blk.0.attn_output.weight", {8, 8}, TensorType::kF32, Floats(64)), "wo");
+    Check(w.AddTensor("blk.0.ffn_norm.weight", {8}, TensorType::kF32, Floats(8)), "ffn_norm");
+    Check(w.AddTensor("blk.0.ffn_up.weight", {8, 32}, TensorType::kF32, Floats(256)), "ffn_up");
+    Check(w.AddTensor("blk.0.ffn_down.weight", {16, 8}, TensorType::kF32, Floats(128)), "down");
+    Check(w.AddTensor("output.weight", {8, 10}, TensorType::kF32, Floats(80)), "output");
+    GgufWriter bad = w;
+    Check(w.AddTensor("blk.0.attn_qkv.weight", {8, 24}, TensorType::kF32, Floats(192)), "qkv");
+    EmitGguf(dir, "tiny_phi3.gguf", w.ToBytes(), Reaches::kModel);
+    Check(bad.AddTensor("blk.0.attn_qkv.weight", {8, 23}, TensorType::kF32, Floats(184)), "qkv");
+    EmitGguf(dir, "phi3_qkv_row_short.gguf", bad.ToBytes(), Reaches::kModel);
+    w.Remove("phi3.attention.sliding_window");
+    EmitGguf(dir, "phi3_no_window.gguf", w.ToBytes(), Reaches::kTokenizer);
+  }
   GgufWriter stories;
   if (StoriesMeta(model_path, &stories)) {
     const std::string bytes = stories.ToBytes();

@@ -20,6 +20,7 @@
 //    bytes (a slice of the input) to valid ids, and streams them back as
 //    valid UTF-8.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -139,7 +140,10 @@ void CheckModelConfig(const GgufFile& f) {
   FUZZ_CHECK(c->architecture == "llama" || c->architecture == "qwen2" ||
              c->architecture == "qwen2moe" || c->architecture == "qwen3" ||
              c->architecture == "qwen3moe" || c->architecture == "gemma2" ||
-             c->architecture == "gemma3");
+             c->architecture == "gemma3" || c->architecture == "phi3");
+  // Phi-3: Q is n_embd rows of attn_qkv, and LongRoPE's factor is positive.
+  FUZZ_CHECK(!c->fused_qkv || c->head_dim * c->n_head == c->n_embd);
+  FUZZ_CHECK(c->rope_attn_factor > 0 && std::isfinite(c->rope_attn_factor));
   // Gemma 2's soft-caps are positive (0: none elsewhere), and its window too.
   FUZZ_CHECK(c->attn_softcap >= 0 && c->final_softcap >= 0);
   FUZZ_CHECK(c->swa_period == 0 || c->n_swa >= 1);

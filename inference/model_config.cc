@@ -143,6 +143,57 @@ absl::Status ReadGemma(const GgufFile& file, const std::string& p, ModelConfig& 
   return absl::OkStatus();
 }
 
+// Phi-3 (llama.cpp c392e50's PHI3 hparams and build_phi3): the fused
+// tensors, Q scaled after RoPE, the sliding window on every layer (the
+// 4k and 128k models' defaults by shape when the key is absent, as llama.cpp
+// keeps for old files), and LongRoPE's original context and attention factor.
+absl::Status ReadPhi3(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  if (c.head_dim * c.n_head != c.n_embd) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("phi3: head_count ", c.n_head, " times the head size ", c.head_dim,
+                     " must be embedding_length ", c.n_embd, " (attn_qkv holds Q as n_embd rows)"));
+  }
+  c.fused_qkv = true;
+  c.fused_gate_up = true;
+  c.swa_every_layer = true;
+  c.kq_scale = 1.0f;
+  c.q_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const std::string window_key = p + "attention.sliding_window";
+  if (file.Find(window_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(const uint64_t window, file.GetUint(window_key));
+    if (window > (1u << 24)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key '", window_key, "' = ", window, " is above ", 1u << 24));
+    }
+    c.n_swa = static_cast<uint32_t>(window);  // 0: none (Phi-4)
+  } else if ((c.n_layer == 32 || c.n_layer == 40) && c.n_ctx_train == 4096) {
+    c.n_swa = 2047;  // Phi-3 mini and medium 4k
+  } else if (c.n_layer == 32 && c.n_head_kv == 32 && c.n_ctx_train == 131072) {
+    c.n_swa = 262144;  // Phi-3 mini 128k
+  } else if (c.n_layer == 40 && c.n_ctx_train == 131072) {
+    c.n_swa = 131072;  // Phi-3 medium 128k
+  } else {
+    return absl::NotFoundError(absl::StrCat("key '", window_key, "' not found"));
+  }
+  c.n_ctx_orig = c.n_ctx_train;
+  const std::string orig_key = p + "rope.scaling.original_context_length";
+  if (file.Find(orig_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_ctx_orig, GetBounded(file, orig_key, 1u << 24));
+  }
+  RINGLM_ASSIGN_OR_RETURN(c.rope_attn_factor,
+                          GetPositive(file, p + "rope.scaling.attn_factor", 1.0f));
+  // A frequency scale would stretch every angle; no Phi-3 file sets one.
+  const std::string scale_key = p + "rope.scaling.factor";
+  if (file.Find(scale_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(const float factor, file.GetFloat(scale_key));
+    if (factor != 0.0f && factor != 1.0f) {
+      return absl::UnimplementedError(
+          absl::StrCat("key '", scale_key, "' = ", factor, ": RoPE frequency scaling"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
@@ -163,10 +214,13 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   } else if (c.architecture == "gemma3") {
     c.rope_style = RopeStyle::kNeox;
     c.has_qk_norm = true;
+  } else if (c.architecture == "phi3") {
+    c.rope_style = RopeStyle::kNeox;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("unsupported architecture '", c.architecture,
-                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3)"));
+                     "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, "
+                     "phi3)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;
@@ -212,6 +266,7 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   if (c.architecture == "gemma2" || c.architecture == "gemma3") {
     RINGLM_RETURN_IF_ERROR(ReadGemma(file, p, c));
   }
+  if (c.architecture == "phi3") RINGLM_RETURN_IF_ERROR(ReadPhi3(file, p, c));
   // The vocabulary size is the embedding's row count; the tokenizer checks
   // that its own list agrees.
   absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");

@@ -14,9 +14,9 @@ namespace ringlm {
 // Everything the forward pass needs to know about the model's shape. Plain
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
-  std::string
-      architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2", "gemma3"
-  std::string name;  // general.name, may be empty
+  std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2",
+                             // "gemma3", "phi3"
+  std::string name;          // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
   uint32_t n_ff = 0;
@@ -60,18 +60,36 @@ struct ModelConfig {
   float final_softcap = 0.0f;  // {arch}.final_logit_softcapping
   uint32_t n_swa = 0;          // {arch}.attention.sliding_window
   uint32_t swa_period = 0;     // gemma2: 2 (even layers slide); gemma3: 6 (5 slide, then 1)
+  // Phi-3 (llama.cpp c392e50's build_phi3): Q, K and V come from one matrix
+  // (attn_qkv, rows Q then K then V) and gate and up from one (ffn_up, gate
+  // rows first); Q is scaled by q_scale after RoPE; every layer slides when
+  // n_swa > 0 (Phi-4: 0). LongRoPE: each rotated pair's angle is divided by
+  // a per-pair factor, from rope_factors_long when the context is above
+  // n_ctx_orig and rope_factors_short otherwise (tensors a model may lack),
+  // and cos and sin are multiplied by rope_attn_factor.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+  bool swa_every_layer = false;
+  uint32_t n_ctx_orig = 0;        // {arch}.rope.scaling.original_context_length, else n_ctx_train
+  float rope_attn_factor = 1.0f;  // {arch}.rope.scaling.attn_factor
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
   bool is_moe() const { return n_expert > 0; }
   // Whether layer il attends only to a window of n_swa positions.
-  bool IsSlidingLayer(uint32_t il) const { return swa_period != 0 && (il + 1) % swa_period != 0; }
+  bool IsSlidingLayer(uint32_t il) const {
+    if (swa_every_layer) return n_swa > 0;
+    return swa_period != 0 && (il + 1) % swa_period != 0;
+  }
+  // Whether a context of `context_size` positions rotates with the long
+  // LongRoPE factors (llama.cpp's build_rope_factors).
+  bool UsesLongRopeFactors(uint32_t context_size) const { return context_size > n_ctx_orig; }
   // The RoPE base of layer il.
   float RopeBase(uint32_t il) const {
     return rope_freq_base_swa > 0 && IsSlidingLayer(il) ? rope_freq_base_swa : rope_freq_base;
   }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2/gemma3 (or experts on
+  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2/gemma3/phi3 (or experts on
   // the dense ones but llama, or values as wide as keys); NotFound for a
   // missing key; InvalidArgument, naming the key, for values that contradict
   // each other (heads that do not divide n_embd, more experts used than

@@ -241,15 +241,18 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     NormRows(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
     // RoPE at absolute positions (then Gemma's Q scale), then K and V into
     // each session's cache as f16.
+    // Phi-3's LongRoPE factors go by the session's context size.
     for (int64_t t = 0; t < n; ++t) {
       const int64_t pos = layout.pos[t];
-      ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style);
+      KvCache& cache = *layout.caches[layout.item[t]];
+      const float* factors = weights_.rope_factors(c, cache.max_positions());
+      ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style,
+                factors, c.rope_attn_factor);
       if (c.q_scale != 1.0f) {
         for (int64_t i = 0; i < q_dim; ++i) q[t * q_dim + i] *= c.q_scale;
       }
-      ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.RopeBase(il),
-                c.rope_style);
-      KvCache& cache = *layout.caches[layout.item[t]];
+      ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style,
+                factors, c.rope_attn_factor);
       uint16_t* k_row = cache.key(cache_layer, layout.pos[t]);
       uint16_t* v_row = cache.value(cache_layer, layout.pos[t]);
       for (int64_t i = 0; i < kv_dim; ++i) {

@@ -89,9 +89,37 @@ std::string BiasName(uint32_t layer, const char* tensor) {
   return absl::StrCat("blk.", layer, ".", tensor, ".bias");
 }
 
-// The feed-forward of block i: SwiGLU, or a mixture of SwiGLU experts (and
-// a shared one).
+// The attention projections of block i: Q, K and V, separate or (Phi-3)
+// rows of one attn_qkv, whose shape must be [n_embd, q_dim + 2 kv_dim].
+absl::Status LoadQkv(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  const uint64_t q_dim = uint64_t{c.n_head} * c.head_dim;
+  const uint64_t kv_dim = c.n_embd_kv();
+  if (c.fused_qkv) {
+    RINGLM_ASSIGN_OR_RETURN(const WeightMatrix qkv,
+                            view.Matrix(BlockName(i, "attn_qkv"), c.n_embd, q_dim + 2 * kv_dim));
+    l.wq = qkv.Rows(0, static_cast<int64_t>(q_dim));
+    l.wk = qkv.Rows(static_cast<int64_t>(q_dim), static_cast<int64_t>(kv_dim));
+    l.wv = qkv.Rows(static_cast<int64_t>(q_dim + kv_dim), static_cast<int64_t>(kv_dim));
+    return absl::OkStatus();
+  }
+  RINGLM_ASSIGN_OR_RETURN(l.wq, view.Matrix(BlockName(i, "attn_q"), c.n_embd, q_dim));
+  RINGLM_ASSIGN_OR_RETURN(l.wk, view.Matrix(BlockName(i, "attn_k"), c.n_embd, kv_dim));
+  RINGLM_ASSIGN_OR_RETURN(l.wv, view.Matrix(BlockName(i, "attn_v"), c.n_embd, kv_dim));
+  return absl::OkStatus();
+}
+
+// The feed-forward of block i: SwiGLU (gate and up separate, or on Phi-3
+// the two halves of one ffn_up of shape [n_embd, 2 n_ff]), or a mixture of
+// SwiGLU experts (and a shared one).
 absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  if (c.fused_gate_up) {
+    RINGLM_ASSIGN_OR_RETURN(const WeightMatrix gate_up,
+                            view.Matrix(BlockName(i, "ffn_up"), c.n_embd, 2 * uint64_t{c.n_ff}));
+    l.gate = gate_up.Rows(0, c.n_ff);
+    l.up = gate_up.Rows(c.n_ff, c.n_ff);
+    RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
+    return absl::OkStatus();
+  }
   if (!c.is_moe()) {
     RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
     RINGLM_ASSIGN_OR_RETURN(l.up, view.Matrix(BlockName(i, "ffn_up"), c.n_embd, c.n_ff));
@@ -121,6 +149,12 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
 
 }  // namespace
 
+WeightMatrix WeightMatrix::Rows(int64_t first, int64_t count) const {
+  const TensorTypeTraits traits = TraitsOf(type);
+  const int64_t row_bytes = cols / traits.block_size * traits.block_bytes;
+  return WeightMatrix{type, count, cols, static_cast<const uint8_t*>(data) + first * row_bytes};
+}
+
 WeightMatrix ExpertMatrices::Expert(int64_t e) const {
   const TensorTypeTraits traits = TraitsOf(type);
   const int64_t row_bytes = cols / traits.block_size * traits.block_bytes;
@@ -143,12 +177,18 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
   if (w.is_first()) {
     RINGLM_ASSIGN_OR_RETURN(w.token_embd_, view.Matrix("token_embd.weight", c.n_embd, c.n_vocab));
   }
+  // Phi-3's LongRoPE factors: both or neither (as llama.cpp, each optional).
+  if (c.architecture == "phi3") {
+    for (auto [name, factors] : {std::pair{"rope_factors_long.weight", &w.rope_long_},
+                                 std::pair{"rope_factors_short.weight", &w.rope_short_}}) {
+      if (file.FindTensor(name) == nullptr) continue;
+      RINGLM_ASSIGN_OR_RETURN(*factors, view.Vector(name, c.n_rot / 2));
+    }
+  }
   for (uint32_t i = range.first; i < range.last; ++i) {
     LayerWeights l;
     RINGLM_ASSIGN_OR_RETURN(l.attn_norm, view.Vector(BlockName(i, "attn_norm"), c.n_embd));
-    RINGLM_ASSIGN_OR_RETURN(l.wq, view.Matrix(BlockName(i, "attn_q"), c.n_embd, q_dim));
-    RINGLM_ASSIGN_OR_RETURN(l.wk, view.Matrix(BlockName(i, "attn_k"), c.n_embd, kv_dim));
-    RINGLM_ASSIGN_OR_RETURN(l.wv, view.Matrix(BlockName(i, "attn_v"), c.n_embd, kv_dim));
+    RINGLM_RETURN_IF_ERROR(LoadQkv(view, c, i, l));
     if (c.has_qkv_bias) {
       RINGLM_ASSIGN_OR_RETURN(l.bq, view.Vector(BiasName(i, "attn_q"), q_dim));
       RINGLM_ASSIGN_OR_RETURN(l.bk, view.Vector(BiasName(i, "attn_k"), kv_dim));

@@ -20,6 +20,12 @@ struct WeightMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
+
+  // Rows [first, first + count) as a matrix of their own: a fused tensor's
+  // parts (Phi-3's attn_qkv, ffn_up). Each output row is computed alone, so
+  // a part gives what a separate tensor of those rows would.
+  // Precondition: 0 <= first, first + count <= rows.
+  WeightMatrix Rows(int64_t first, int64_t count) const;
 };
 
 // A 3-D expert weight: n_expert matrices of `rows` x `cols`, stored one
@@ -52,7 +58,7 @@ struct MoeWeights {
 // One transformer block. Norm weights and biases are f32 vectors.
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [n_embd]
-  WeightMatrix wq;                   // [n_embd -> n_head * head_dim]
+  WeightMatrix wq;                   // [n_embd -> n_head * head_dim]; Phi-3: attn_qkv's rows
   WeightMatrix wk;                   // [n_embd -> n_head_kv * head_dim]
   WeightMatrix wv;                   // [n_embd -> n_head_kv * head_dim]
   const float* bq = nullptr;         // qwen2 only, [n_head * head_dim]
@@ -62,8 +68,8 @@ struct LayerWeights {
   const float* k_norm = nullptr;     // qwen3 only, [head_dim]: per-head RMSNorm of K
   WeightMatrix wo;                   // [n_head * head_dim -> n_embd]
   const float* ffn_norm = nullptr;   // [n_embd]
-  WeightMatrix gate;                 // [n_embd -> n_ff]; dense models only
-  WeightMatrix up;                   // [n_embd -> n_ff]; dense models only
+  WeightMatrix gate;                 // [n_embd -> n_ff]; dense only; Phi-3: ffn_up's first half
+  WeightMatrix up;                   // [n_embd -> n_ff]; dense only; Phi-3: ffn_up's second half
   WeightMatrix down;                 // [n_ff -> n_embd]; dense models only
   MoeWeights moe;                    // MoE models only
   // Gemma 2 only, [n_embd]: the norms of the attention and feed-forward
@@ -97,8 +103,14 @@ class StageWeights {
     return layers_[absolute_layer - range_.first];
   }
   const WeightMatrix& token_embd() const { return token_embd_; }  // first stage only
-  const float* output_norm() const { return output_norm_; }       // last stage only
-  const WeightMatrix& output() const { return output_; }          // last stage only
+  // LongRoPE's per-pair factors for a context of `context_size` positions
+  // (ModelConfig::UsesLongRopeFactors), n_rot / 2 floats; null when the model
+  // has none.
+  const float* rope_factors(const ModelConfig& config, uint32_t context_size) const {
+    return config.UsesLongRopeFactors(context_size) ? rope_long_ : rope_short_;
+  }
+  const float* output_norm() const { return output_norm_; }  // last stage only
+  const WeightMatrix& output() const { return output_; }     // last stage only
   bool tied_output() const { return tied_output_; }
   // Bytes of tensor data this stage reads (its share of the file).
   uint64_t bytes() const { return bytes_; }
@@ -113,6 +125,8 @@ class StageWeights {
   WeightMatrix token_embd_;
   const float* output_norm_ = nullptr;
   WeightMatrix output_;
+  const float* rope_long_ = nullptr;   // rope_factors_long (Phi-3)
+  const float* rope_short_ = nullptr;  // rope_factors_short (Phi-3)
   uint64_t bytes_ = 0;
   std::vector<const GgufTensorInfo*> tensors_;
 };

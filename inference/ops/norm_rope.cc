@@ -46,7 +46,7 @@ inline void RotateFused(float& a, float& b, float c, float s) {
 }  // namespace
 
 void ApplyRope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int64_t pos,
-               float freq_base, RopeStyle style) {
+               float freq_base, RopeStyle style, const float* freq_factors, float attn_factor) {
   assert(n_rot > 0 && n_rot % 2 == 0 && n_rot <= head_dim);
   const int64_t n_pairs = n_rot / 2;
   thread_local std::vector<float> cos_sin;
@@ -54,8 +54,9 @@ void ApplyRope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int64
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < n_pairs; ++i) {
-    cos_sin[2 * i] = std::cos(theta);
-    cos_sin[2 * i + 1] = std::sin(theta);
+    const float angle = freq_factors != nullptr ? theta / freq_factors[i] : theta;
+    cos_sin[2 * i] = std::cos(angle) * attn_factor;
+    cos_sin[2 * i + 1] = std::sin(angle) * attn_factor;
     theta *= theta_scale;
   }
   const int64_t fused_pairs = style == RopeStyle::kNeox ? n_pairs : n_pairs - n_pairs % 4;

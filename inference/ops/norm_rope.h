@@ -26,9 +26,14 @@ enum class RopeStyle {
 // Rotation, as gcc 12 -O3 -march=native (the reference build) compiles ggml's
 // loop: out0 = fma(x0, cos, -(x1*sin)), out1 = fma(x0, sin, x1*cos); in
 // kNormal style pairs past the last multiple of 4 use unfused arithmetic.
-// Preconditions: n_rot even, 0 < n_rot <= head_dim.
+// LongRoPE (Phi-3), as ggml's rope with freq_factors and attn_factor: pair
+// i's angle is theta_i / freq_factors[i], and cos/sin are multiplied by
+// attn_factor. The defaults change nothing (x / 1 and x * 1 are exact).
+// Preconditions: n_rot even, 0 < n_rot <= head_dim; freq_factors, when not
+// null, holds n_rot / 2 values.
 void ApplyRope(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int64_t pos,
-               float freq_base, RopeStyle style);
+               float freq_base, RopeStyle style, const float* freq_factors = nullptr,
+               float attn_factor = 1.0f);
 
 }  // namespace ringlm
 
