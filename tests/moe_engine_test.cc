@@ -1,7 +1,8 @@
 // The engine on synthetic mixture-of-experts models (moe-tiny, Mixtral's
 // layout; qwen2moe-tiny, with a shared expert; qwen3moe-tiny, with QK-norm
-// and heads wider than n_embd / n_head) and on gemma2-tiny and gemma3-tiny
-// (sliding-window layers, whose window of 16 the 24-position prompt overruns): a split over
+// and heads wider than n_embd / n_head) and on gemma2-tiny, gemma3-tiny and phi3-tiny
+// (sliding-window layers, whose window of 16 (phi3: 24) the 24-position prompt overruns at
+// its last position; phi3's fused tensors and LongRoPE factors): a split over
 // stages, a batch of sessions, a chunked prefill and another thread count
 // all give the bits of one whole-model pass.
 #include <unistd.h>
@@ -134,7 +135,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                                          MoeCase{"qwen2moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"qwen3moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"gemma2-tiny", TensorType::kQ8_0, false},
-                                         MoeCase{"gemma3-tiny", TensorType::kQ8_0, false}),
+                                         MoeCase{"gemma3-tiny", TensorType::kQ8_0, false},
+                                         MoeCase{"phi3-tiny", TensorType::kQ8_0, false}),
                          [](const testing::TestParamInfo<MoeCase>& info) {
                            std::string name = info.param.preset + "_" +
                                               std::string(TraitsOf(info.param.type).name);

@@ -1,5 +1,5 @@
-// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2, gemma3) GGUF models: real
-// shapes, real metadata and a SentencePiece-style vocabulary (or a real one, converted from a
+// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3) GGUF models:
+// real shapes, real metadata and a SentencePiece-style vocabulary (or a real one, converted from a
 // Hugging Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and tests when the
 // real weights are not at hand (or too large to ship).
 //
@@ -66,15 +66,22 @@ struct SynthPreset {
   float attn_softcap = 0.0f;
   float final_softcap = 0.0f;
   uint32_t n_swa = 0;
+  // "phi3": NeoX RoPE, Q, K and V in one attn_qkv and gate and up in one
+  // ffn_up [n_embd, 2 n_ff], the window of n_swa on every layer, and
+  // LongRoPE when n_ctx_orig > 0: f32 rope_factors_long and
+  // rope_factors_short (head_dim / 2 positive values each) and
+  // rope.scaling.{original_context_length, attn_factor}.
+  uint32_t n_ctx_orig = 0;
+  float rope_attn_factor = 1.0f;
   uint32_t HeadDim() const { return head_dim != 0 ? head_dim : n_embd / n_head; }
 };
 
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
 // moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
 // experts, 4 used, a shared expert), qwen3-tiny, qwen3moe-tiny (16 experts,
-// 4 used), gemma2-tiny, gemma3-tiny, mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used), and micro
-// (64 dims, 1 layer, tied head: a real vocabulary's random model that stays small, e.g. 17 MiB of
-// q8_0 weights for Gemma 3's 262,145 pieces).
+// 4 used), gemma2-tiny, gemma3-tiny, phi3-tiny, mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used),
+// and micro (64 dims, 1 layer, tied head: a real vocabulary's random model that stays small, e.g.
+// 17 MiB of q8_0 weights for Gemma 3's 262,145 pieces).
 const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
@@ -95,6 +102,7 @@ struct SynthTensor {
   std::vector<uint64_t> dims;  // GGUF order: ne[0] (row length) first
   TensorType type = TensorType::kF32;
   float stddev = 0;  // of the random values; 0 means "all ones" (norms)
+  float mean = 0;    // added to every value (LongRoPE factors stay positive)
   uint64_t n_elements() const;
   uint64_t n_bytes() const;
 };

@@ -49,7 +49,7 @@ bool IsSynthType(TensorType t) {
   }
 }
 
-enum class Role { kTokenEmbd, kOutput, kAttnV, kAttnOutput, kFfnDown, kOtherMatrix };
+enum class Role { kTokenEmbd, kOutput, kAttnV, kAttnQkv, kAttnOutput, kFfnDown, kOtherMatrix };
 
 // llama_tensor_get_type for a dense, non-Falcon model below 70B; the
 // K-quant bases stand for the mixes Q2_K, Q3_K_M, Q4_K_M and Q5_K_M.
@@ -81,6 +81,11 @@ TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, int n_
         t = Q6KOrFallback();
       }
       break;
+    case Role::kAttnQkv:  // Phi-3's fused attention
+      if (base == T::kQ3_K) t = T::kQ4_K;
+      if (base == T::kQ4_K) t = T::kQ5_K;
+      if (base == T::kQ5_K) t = Q6KOrFallback();
+      break;
     case Role::kAttnOutput:
       if (base == T::kQ2_K) t = T::kQ3_K;
       if (base == T::kQ3_K) t = T::kQ4_K;
@@ -96,7 +101,8 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
 // The architectures synth writes, and whether they have experts.
 bool ArchitectureFits(const SynthPreset& p) {
   if (p.architecture == "llama") return true;
-  if (p.architecture == "qwen3" || p.architecture == "gemma2" || p.architecture == "gemma3") {
+  if (p.architecture == "qwen3" || p.architecture == "gemma2" || p.architecture == "gemma3" ||
+      p.architecture == "phi3") {
     return p.n_expert == 0;
   }
   return (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") && p.n_expert > 0;
@@ -154,6 +160,14 @@ const std::vector<SynthPreset>& SynthPresets() {
       // KV head of 64, QK-norm, no soft-caps.
       {"gemma3-tiny", 256, 12, 4,     1,        768, 2048, 512,  1000000.0f, 1e-6f,
        true,          0,   0,  0.03f, "gemma3", 0,   64,   0.0f, 0.0f,       16},
+      // Phi-3 mini 128k's layout scaled down: heads of n_embd / n_head, as
+      // many KV heads, fused QKV and gate-up, a context of 1024 stretched by
+      // LongRoPE from an original 128 (the real 131072 from 4096), its
+      // attention factor sqrt(1 + ln(1024/128) / ln 128), and a window of
+      // 24 on every layer (the 4k model's 2047), shorter than a prompt and
+      // its 32 generated tokens.
+      {"phi3-tiny", 256, 4,     8,      8, 768, 2048, 1024, 10000.0f, 1e-5f, false,
+       0,           0,   0.05f, "phi3", 0, 0,   0.0f, 0.0f, 24,       128,   1.1952286f},
   };
   return *presets;
 }
@@ -257,7 +271,7 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
         "(which qwen2moe and qwen3moe need, and qwen3 and gemma refuse), architecture llama, ",
-        "qwen2moe, qwen3, qwen3moe, gemma2 or gemma3 ", "and n_vocab >= ", min_vocab));
+        "qwen2moe, qwen3, qwen3moe, gemma2, gemma3 or phi3 ", "and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -288,14 +302,29 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   };
   const bool qwen = p.architecture == "qwen2moe";
   const bool gemma = p.architecture == "gemma2" || p.architecture == "gemma3";
+  const bool phi3 = p.architecture == "phi3";
   const bool qk_norm =
       p.architecture == "qwen3" || p.architecture == "qwen3moe" || p.architecture == "gemma3";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);
+  if (p.n_ctx_orig != 0) {  // LongRoPE factors: long ones in [1, 15], short in [0.5, 2.5]
+    plan.tensors.push_back(
+        SynthTensor{"rope_factors_long.weight", {p.HeadDim() / 2}, TensorType::kF32, 2.0f, 8.0f});
+    plan.tensors.push_back(
+        SynthTensor{"rope_factors_short.weight", {p.HeadDim() / 2}, TensorType::kF32, 0.3f, 1.5f});
+  }
   for (int i = 0; i < n_layer; ++i) {
     const std::string b = absl::StrCat("blk.", i, ".");
     norm(b + "attn_norm.weight");
+    if (phi3) {  // convert_hf_to_gguf's Phi-3 order
+      matrix(b + "attn_qkv.weight", p.n_embd, q_dim + 2 * n_embd_kv, Role::kAttnQkv, i);
+      matrix(b + "attn_output.weight", q_dim, p.n_embd, Role::kAttnOutput, i);
+      norm(b + "ffn_norm.weight");
+      matrix(b + "ffn_up.weight", p.n_embd, 2 * uint64_t{p.n_ff}, Role::kOtherMatrix, i);
+      matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+      continue;
+    }
     matrix(b + "attn_q.weight", p.n_embd, q_dim, Role::kOtherMatrix, i);
     matrix(b + "attn_k.weight", p.n_embd, n_embd_kv, Role::kOtherMatrix, i);
     matrix(b + "attn_v.weight", p.n_embd, n_embd_kv, Role::kAttnV, i);

@@ -265,6 +265,28 @@ TEST(SynthPlanTest, Gemma2TinyHasPostNormsAndBothLayerKinds) {
   EXPECT_EQ(FindIn(*qwen3, "blk.0.post_ffw_norm.weight"), nullptr);
 }
 
+TEST(SynthPlanTest, Phi3TinyHasFusedTensorsAndLongRopeFactors) {
+  absl::StatusOr<SynthPreset> p = FindSynthPreset("phi3-tiny");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->HeadDim(), 32u);
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*p, TensorType::kQ4_K);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_qkv.weight")->dims, (std::vector<uint64_t>{256, 768}));
+  // llama-quantize's Q4_K_M gives the fused attention Q5_K.
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_qkv.weight")->type, TensorType::kQ5_K);
+  EXPECT_EQ(FindIn(*plan, "blk.0.ffn_up.weight")->dims, (std::vector<uint64_t>{256, 1536}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "blk.0.ffn_gate.weight"), nullptr);
+  const SynthTensor* long_factors = FindIn(*plan, "rope_factors_long.weight");
+  ASSERT_NE(long_factors, nullptr);
+  EXPECT_EQ(long_factors->dims, (std::vector<uint64_t>{16}));
+  EXPECT_EQ(long_factors->type, TensorType::kF32);
+  EXPECT_GT(long_factors->mean - 2 * std::sqrt(3.0f) * long_factors->stddev, 0.0f);  // positive
+  const SynthTensor* short_factors = FindIn(*plan, "rope_factors_short.weight");
+  ASSERT_NE(short_factors, nullptr);
+  EXPECT_GT(short_factors->mean - 2 * std::sqrt(3.0f) * short_factors->stddev, 0.0f);
+}
+
 TEST(SynthPlanTest, Qwen3TinyHasWideHeadsAndQkNorms) {
   absl::StatusOr<SynthPreset> p = FindSynthPreset("qwen3-tiny");
   ASSERT_TRUE(p.ok()) << p.status();

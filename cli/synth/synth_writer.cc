@@ -94,9 +94,16 @@ void SetTokenizer(const SynthTokenizer& t, GgufWriter& w) {
   if (!t.chat_template.empty()) w.SetString("tokenizer.chat_template", t.chat_template);
 }
 
-// The built-in SentencePiece-style vocabulary (SynthVocabulary).
-void SetSynthVocabulary(uint32_t n_vocab, GgufWriter& w) {
-  const Vocabulary v = SynthVocabulary(n_vocab);
+// The built-in SentencePiece-style vocabulary (SynthVocabulary). A phi3
+// model's last piece is Phi-3's control token <|endoftext|>: llama.cpp
+// c392e50 looks it up in any model named like Phi-3, and fails without it.
+void SetSynthVocabulary(uint32_t n_vocab, const std::string& architecture, GgufWriter& w) {
+  Vocabulary v = SynthVocabulary(n_vocab);
+  if (architecture == "phi3") {
+    v.pieces.back() = "<|endoftext|>";
+    v.scores.back() = 0.0f;
+    v.types.back() = TokenType::kControl;
+  }
   w.SetString("tokenizer.ggml.model", v.model);
   w.SetStringArray("tokenizer.ggml.tokens", v.pieces);
   w.SetFloatArray("tokenizer.ggml.scores", v.scores);
@@ -146,13 +153,17 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
     w.SetFloat32(a + "attn_logit_softcapping", p.attn_softcap);
     w.SetFloat32(a + "final_logit_softcapping", p.final_softcap);
   }
-  if (p.architecture == "gemma2" || p.architecture == "gemma3") {
+  if (p.architecture == "gemma2" || p.architecture == "gemma3" || p.architecture == "phi3") {
     w.SetUint32(a + "attention.sliding_window", p.n_swa);
+  }
+  if (p.n_ctx_orig != 0) {  // LongRoPE (phi3), as convert_hf_to_gguf writes it
+    w.SetFloat32(a + "rope.scaling.attn_factor", p.rope_attn_factor);
+    w.SetUint32(a + "rope.scaling.original_context_length", p.n_ctx_orig);
   }
   if (tokenizer != nullptr) {
     SetTokenizer(*tokenizer, w);
   } else {
-    SetSynthVocabulary(p.n_vocab, w);
+    SetSynthVocabulary(p.n_vocab, p.architecture, w);
   }
   w.SetUint32("general.quantization_version", 2);
 }
@@ -203,6 +214,7 @@ absl::Status WriteTensor(const SynthPlan& plan, size_t index, uint64_t seed, Thr
       std::vector<float> values(static_cast<size_t>(cols));
       for (int64_t r = begin; r < end; ++r) {
         FillRow(seed, index, first + r, t.stddev, values.data(), cols);
+        for (float& v : values) v += t.mean;
         QuantizeRow(t.type, values.data(), buffer.data() + r * row_bytes, cols);
       }
     });
