@@ -109,6 +109,10 @@ constexpr bool IsComputeSupported(TensorType type) {
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ5_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_1:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:

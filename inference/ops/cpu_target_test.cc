@@ -50,9 +50,11 @@ TEST_F(CpuTargetTest, EveryRunnablePathIsTheOneThatRunsAndGivesTheSameBits) {
 #endif
   const std::string best = ActiveCpuTargetName();
   EXPECT_EQ(best, names.front()) << "auto runs the best path";
-  const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
-                              TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
-                              TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kF16};
+  const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0,   TensorType::kQ5_0,
+                              TensorType::kQ4_1, TensorType::kQ5_1,   TensorType::kQ2_K,
+                              TensorType::kQ3_K, TensorType::kQ4_K,   TensorType::kQ5_K,
+                              TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS,
+                              TensorType::kF16};
   std::vector<std::vector<float>> expected;
   for (TensorType t : types) expected.push_back(MatMulNow(t));
 

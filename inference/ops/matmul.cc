@@ -142,6 +142,82 @@ float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
+// Q4_1 / Q5_1 weights x Q8_1 activations (ggml_vec_dot_q{4,5}_1_q8_1, AVX2
+// order): Q4_0's 8 exact integer lanes of unsigned values, FMA'd with d_w *
+// d_x per block; the mins term m_w * s_x is FMA-accumulated into one float
+// (gcc fuses ggml's `summs += m * s`) added after the lanes' halving sum.
+template <typename Block, typename Value>
+float DotWithMin(const Block* w, const BlockQ8_1* x, int64_t n_blocks, Value value) {
+  float acc[8] = {};
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    summs = std::fma(Fp16ToFp32(w[b].m), Fp16ToFp32(x[b].s), summs);
+    int32_t partial[8] = {};
+    for (int k = 0; k < 32; ++k) partial[k / 4] += value(w[b], k) * x[b].qs[k];
+    const float scale = Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d);
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(scale, static_cast<float>(partial[lane]), acc[lane]);
+    }
+  }
+  return ReduceLanes<8>(acc) + summs;
+}
+
+int Q4_1Value(const BlockQ4_1& b, int k) { return k < 16 ? (b.qs[k] & 0xF) : (b.qs[k - 16] >> 4); }
+
+// The IQ4 level of index j (0..31) of 16 packed bytes.
+int IQ4Level(const uint8_t* qs, int j) {
+  return kIq4NlValues[j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4)];
+}
+
+// IQ4_NL weights x Q8_0 activations (ggml_vec_dot_iq4_nl_q8_0, AVX2 order):
+// 8 exact integer lanes per block, FMA'd with d_x * d_w into two sets of 8
+// float lanes (even and odd blocks), added lane by lane and reduced by
+// halving; an odd last block is then FMA'd in as one integer sum.
+float DotIQ4_NL(const BlockIQ4_NL* w, const BlockQ8_0* x, int64_t n_blocks) {
+  float acc[2][8] = {};
+  int64_t b = 0;
+  for (; b + 1 < n_blocks; b += 2) {
+    for (int h = 0; h < 2; ++h) {
+      int32_t partial[8] = {};
+      for (int k = 0; k < 32; ++k) partial[k / 4] += IQ4Level(w[b + h].qs, k) * x[b + h].qs[k];
+      const float scale = Fp16ToFp32(x[b + h].d) * Fp16ToFp32(w[b + h].d);
+      for (int lane = 0; lane < 8; ++lane) {
+        acc[h][lane] = std::fma(scale, static_cast<float>(partial[lane]), acc[h][lane]);
+      }
+    }
+  }
+  for (int lane = 0; lane < 8; ++lane) acc[0][lane] = acc[0][lane] + acc[1][lane];
+  float sum = ReduceLanes<8>(acc[0]);
+  if (b < n_blocks) {
+    int32_t total = 0;
+    for (int k = 0; k < 32; ++k) total += IQ4Level(w[b].qs, k) * x[b].qs[k];
+    sum = std::fma(Fp16ToFp32(x[b].d) * Fp16ToFp32(w[b].d), static_cast<float>(total), sum);
+  }
+  return sum;
+}
+
+// IQ4_XS weights x Q8_K activations (ggml_vec_dot_iq4_xs_q8_K, AVX2 order):
+// per super-block, 8 exact integer lanes (lane = (position % 32) / 4) of
+// scale * level * x, with ggml's sign-trick byte products; FMA'd with
+// d_w * d_x into 8 float lanes, reduced by halving.
+float DotIQ4_XS(const BlockIQ4_XS* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t sumi[8] = {};
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = IQ4_XSScale(w[b], ib);
+      for (int k = 0; k < 32; ++k) {
+        sumi[k / 4] += ls * SignTrickProduct(IQ4Level(w[b].qs + 16 * ib, k), x[b].qs[32 * ib + k]);
+      }
+    }
+    const float d = Fp16ToFp32(w[b].d) * x[b].d;
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(sumi[lane]), acc[lane]);
+    }
+  }
+  return ReduceLanes<8>(acc);
+}
+
 // Q4_K weights x Q8_K activations (ggml_vec_dot_q4_K_q8_K, AVX2 order): per
 // super-block, 8 exact integer lane sums (lane = (position % 32) / 4) scaled
 // by d and FMA-accumulated; the mins go to 4 lanes; result = halving sum of
@@ -331,6 +407,22 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
       const int64_t nb = cols / kQ5_0BlockSize;
       return DotQ5_0(static_cast<const BlockQ5_0*>(row), job.x_q8_0 + t * nb, nb);
     }
+    case TensorType::kQ4_1: {
+      const int64_t nb = cols / kQ4_1BlockSize;
+      return DotWithMin(static_cast<const BlockQ4_1*>(row), job.x_q8_1 + t * nb, nb, &Q4_1Value);
+    }
+    case TensorType::kQ5_1: {
+      const int64_t nb = cols / kQ5_1BlockSize;
+      return DotWithMin(static_cast<const BlockQ5_1*>(row), job.x_q8_1 + t * nb, nb, &Q5_1Value);
+    }
+    case TensorType::kIQ4_NL: {
+      const int64_t nb = cols / kIQ4_NLBlockSize;
+      return DotIQ4_NL(static_cast<const BlockIQ4_NL*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kIQ4_XS: {
+      const int64_t nb = cols / kQK_K;
+      return DotIQ4_XS(static_cast<const BlockIQ4_XS*>(row), job.x_q8_k + t * nb, nb);
+    }
     case TensorType::kQ4_K: {
       const int64_t nb = cols / kQK_K;
       return DotQ4_K(static_cast<const BlockQ4_K*>(row), job.x_q8_k + t * nb, nb);
@@ -375,6 +467,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   thread_local std::vector<float> float_scratch;
   thread_local std::vector<BlockQ8_0> block_scratch;
   thread_local std::vector<BlockQ8_K> kblock_scratch;
+  thread_local std::vector<BlockQ8_1> block1_scratch;
 
   DotJob job;
   job.type = type;
@@ -405,7 +498,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
     }
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
-    case TensorType::kQ5_0: {
+    case TensorType::kQ5_0:
+    case TensorType::kIQ4_NL: {
       const int64_t nb = cols / kQ8_0BlockSize;
       const size_t needed = static_cast<size_t>(n_tokens * nb);
       if (block_scratch.size() < needed) block_scratch.resize(needed);
@@ -418,11 +512,26 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
       job.x_q8_0 = dst;
       break;
     }
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_1: {
+      const int64_t nb = cols / 32;
+      const size_t needed = static_cast<size_t>(n_tokens * nb);
+      if (block1_scratch.size() < needed) block1_scratch.resize(needed);
+      BlockQ8_1* dst = block1_scratch.data();
+      RunParallel(pool, n_tokens, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          QuantizeRowQ8_1Activations(x + t * cols, dst + t * nb, cols);
+        }
+      });
+      job.x_q8_1 = dst;
+      break;
+    }
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
-    case TensorType::kQ6_K: {
+    case TensorType::kQ6_K:
+    case TensorType::kIQ4_XS: {
       const int64_t nb = cols / kQK_K;
       const size_t needed = static_cast<size_t>(n_tokens * nb);
       if (kblock_scratch.size() < needed) kblock_scratch.resize(needed);

@@ -8,8 +8,10 @@
 //
 // What "the numerics of ggml" means here, per weight type:
 //   - Activations are first converted to the type's vec_dot_type: F32 stays
-//     f32; F16 weights round x to f16; BF16 weights round x to bf16; Q8_0 and
-//     Q4_0 weights quantize x to Q8_0 blocks (QuantizeRowQ8_0Activations).
+//     f32; F16 weights round x to f16; BF16 weights round x to bf16; Q8_0,
+//     Q4_0, Q5_0 and IQ4_NL weights quantize x to Q8_0 blocks
+//     (QuantizeRowQ8_0Activations), Q4_1 and Q5_1 to Q8_1 blocks (the same
+//     plus f16 block sums), the K-quants and IQ4_XS to Q8_K.
 //   - F32/F16/BF16 dots accumulate products with FMA in 16 float lanes and
 //     reduce the lanes by halving (as _mm512_reduce_add_ps does). Two orders
 //     exist (DotOrder): ggml_vec_dot_* (4x16 lanes over steps of 64, then the
@@ -33,6 +35,14 @@
 //     mins term: Q4_K keeps it in 4 lanes ((m0 + m2) + (m1 + m3)) added at
 //     the end; Q5_K in one float added at the end; Q2_K FMAs it into the 8
 //     lanes before each super-block's values. Both orders agree.
+//   - Q4_1/Q5_1 dots: Q4_0's integer lanes over the unsigned values, FMA'd
+//     with d_w*d_x; the mins (m_w * s_x per block) are FMA-accumulated in one
+//     float added after the lanes' halving sum.
+//   - IQ4_NL: Q4_0's lanes over the table levels, with even and odd blocks in
+//     two sets of 8 float lanes, added lane by lane before the halving sum;
+//     an odd last block is FMA'd into the reduced sum. IQ4_XS: the K-quant
+//     lanes with signed 6-bit sub-block scales, and ggml's maddubs sign trick
+//     (a negative level against x = -128 counts as level * 128).
 // Single-threaded and multi-threaded results are bit-identical.
 //
 #ifndef RINGLM_INFERENCE_OPS_MATMUL_H_

@@ -46,8 +46,9 @@ struct DotJob {
   int64_t rows = 0;
   int64_t cols = 0;
   const float* x_floats = nullptr;    // F32/F16/BF16: n_tokens x cols, rounded
-  const BlockQ8_0* x_q8_0 = nullptr;  // Q8_0/Q4_0/Q5_0: n_tokens x cols/32
-  const BlockQ8_K* x_q8_k = nullptr;  // K-quants: n_tokens x cols/256
+  const BlockQ8_0* x_q8_0 = nullptr;  // Q8_0/Q4_0/Q5_0/IQ4_NL: n_tokens x cols/32
+  const BlockQ8_1* x_q8_1 = nullptr;  // Q4_1/Q5_1: n_tokens x cols/32
+  const BlockQ8_K* x_q8_k = nullptr;  // K-quants, IQ4_XS: n_tokens x cols/256
   float* y = nullptr;                 // n_tokens x rows
 };
 
@@ -79,6 +80,14 @@ void RoundToHalfAvx2(TensorType type, const float* x, float* dst, int64_t n);
 // One output element with portable scalar code (bit-identical to DotRows);
 // used by targets without FMA, where a vector mul+add would round twice.
 float DotOneScalar(const DotJob& job, int64_t r, int64_t t);
+
+// One byte product as ggml's AVX2 mul_add_epi8 forms it for the IQ4 types:
+// _mm256_maddubs_epi16(|w|, sign(x, w)), where the sign flip of x = -128
+// wraps to -128, so w < 0 against x = -128 counts as w * 128. (Q8_K
+// activations hold -128; Q8_0 ones never do.)
+inline int32_t SignTrickProduct(int32_t w, int32_t x) {
+  return (w < 0 && x == -128) ? w * 128 : w * x;
+}
 
 // Reduces `lanes` floats by halving: v[i] += v[i + width] for width =
 // lanes/2, ..., 1 (the order of _mm512_reduce_add_ps and hsum_float_8).

@@ -102,6 +102,78 @@ float QuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const v
   return ReduceByHalving(acc);
 }
 
+// Q4_1/Q5_1 x Q8_1: QuantDot's lanes over the unsigned values, plus one float
+// accumulating fma(m_w, s_x) per block, added after the lanes are reduced.
+float MinDot(const std::vector<int>& wq, const std::vector<float>& wd, const std::vector<float>& wm,
+             const BlockQ8_1* xb, int64_t cols) {
+  std::vector<float> acc(8, 0.0f);
+  float mins = 0.0f;
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    mins = std::fma(wm[b], Fp16ToFp32(xb[b].s), mins);
+    const float scale = wd[b] * Fp16ToFp32(xb[b].d);
+    for (int lane = 0; lane < 8; ++lane) {
+      int32_t partial = 0;
+      for (int t = 0; t < 4; ++t) partial += wq[b * 32 + 4 * lane + t] * xb[b].qs[4 * lane + t];
+      acc[lane] = std::fma(scale, static_cast<float>(partial), acc[lane]);
+    }
+  }
+  return ReduceByHalving(acc) + mins;
+}
+
+// IQ4_NL x Q8_0: lanes as QuantDot's, but blocks 2i and 2i + 1 go to two
+// separate accumulators that are added lane-wise before the reduction; a
+// last unpaired block joins the reduced sum by one fma of its whole integer
+// sum.
+float Iq4NlDot(const std::vector<int>& wq, const std::vector<float>& wd, const BlockQ8_0* xb,
+               int64_t cols) {
+  const int64_t nb = cols / 32;
+  std::vector<float> even(8, 0.0f);
+  std::vector<float> odd(8, 0.0f);
+  for (int64_t b = 0; b < nb - nb % 2; ++b) {
+    std::vector<float>& acc = b % 2 == 0 ? even : odd;
+    for (int lane = 0; lane < 8; ++lane) {
+      int32_t partial = 0;
+      for (int t = 0; t < 4; ++t) partial += wq[b * 32 + 4 * lane + t] * xb[b].qs[4 * lane + t];
+      acc[lane] = std::fma(Fp16ToFp32(xb[b].d) * wd[b], static_cast<float>(partial), acc[lane]);
+    }
+  }
+  for (int lane = 0; lane < 8; ++lane) even[lane] = even[lane] + odd[lane];
+  float sum = ReduceByHalving(even);
+  if (nb % 2 == 1) {
+    const int64_t b = nb - 1;
+    int32_t total = 0;
+    for (int k = 0; k < 32; ++k) total += wq[b * 32 + k] * xb[b].qs[k];
+    sum = std::fma(Fp16ToFp32(xb[b].d) * wd[b], static_cast<float>(total), sum);
+  }
+  return sum;
+}
+
+// IQ4_XS x Q8_K: per super-block, lane (p % 32) / 4 sums scale(p / 32) *
+// level(p) * x(p), where ggml's byte product of a negative level with x =
+// -128 is level * 128; FMA'd with d_w * d_x, lanes reduced by halving.
+float Iq4XsDot(const BlockIQ4_XS* w, const float* x, int64_t cols) {
+  std::vector<BlockQ8_K> xq(cols / kQK_K);
+  QuantizeRowQ8_K(x, xq.data(), cols);
+  std::vector<float> acc(8, 0.0f);
+  for (int64_t b = 0; b < cols / kQK_K; ++b) {
+    std::vector<int32_t> lanes(8, 0);
+    for (int p = 0; p < kQK_K; ++p) {
+      const int sub = p / 32;
+      const int j = p % 32;
+      const uint8_t byte = w[b].qs[16 * sub + j % 16];
+      const int level = kIq4NlValues[j < 16 ? byte & 0xF : byte >> 4];
+      const int xv = xq[b].qs[p];
+      const int product = (level < 0 && xv == -128) ? level * 128 : level * xv;
+      lanes[j / 4] += IQ4_XSScale(w[b], sub) * product;
+    }
+    const float d = Fp16ToFp32(w[b].d) * xq[b].d;
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] = std::fma(d, static_cast<float>(lanes[lane]), acc[lane]);
+    }
+  }
+  return ReduceByHalving(acc);
+}
+
 // A K-quant row spelled out per position p of each super-block: the integer
 // value q, the integer scale of its sub-block, and the super-block's f16
 // scale d (and dmin with the integer min of each sub-block, for the types
@@ -297,6 +369,51 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
       }
       return QuantDot(wq, wd, xq.data(), cols);
     }
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_1: {
+      std::vector<BlockQ8_1> xq(cols / 32);
+      QuantizeRowQ8_1Activations(x, xq.data(), cols);
+      std::vector<int> wq(cols);
+      std::vector<float> wd(cols / 32), wm(cols / 32);
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        uint32_t qh = 0;
+        const uint8_t* qs;
+        if (type == TensorType::kQ5_1) {
+          const auto& blk = static_cast<const BlockQ5_1*>(row)[b];
+          wd[b] = Fp16ToFp32(blk.d);
+          wm[b] = Fp16ToFp32(blk.m);
+          std::memcpy(&qh, blk.qh, sizeof(qh));
+          qs = blk.qs;
+        } else {
+          const auto& blk = static_cast<const BlockQ4_1*>(row)[b];
+          wd[b] = Fp16ToFp32(blk.d);
+          wm[b] = Fp16ToFp32(blk.m);
+          qs = blk.qs;
+        }
+        for (int k = 0; k < 16; ++k) {
+          wq[b * 32 + k] = (qs[k] & 0x0F) | (((qh >> k) & 1) << 4);
+          wq[b * 32 + 16 + k] = (qs[k] >> 4) | (((qh >> (k + 16)) & 1) << 4);
+        }
+      }
+      return MinDot(wq, wd, wm, xq.data(), cols);
+    }
+    case TensorType::kIQ4_NL: {
+      std::vector<BlockQ8_0> xq(cols / 32);
+      QuantizeRowQ8_0Activations(x, xq.data(), cols);
+      std::vector<int> wq(cols);
+      std::vector<float> wd(cols / 32);
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        const auto& blk = static_cast<const BlockIQ4_NL*>(row)[b];
+        wd[b] = Fp16ToFp32(blk.d);
+        for (int k = 0; k < 16; ++k) {
+          wq[b * 32 + k] = kIq4NlValues[blk.qs[k] & 0x0F];
+          wq[b * 32 + 16 + k] = kIq4NlValues[blk.qs[k] >> 4];
+        }
+      }
+      return Iq4NlDot(wq, wd, xq.data(), cols);
+    }
+    case TensorType::kIQ4_XS:
+      return Iq4XsDot(static_cast<const BlockIQ4_XS*>(row), x, cols);
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:

@@ -21,10 +21,11 @@ namespace {
 
 constexpr TensorType kKQuantTypes[] = {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
                                        TensorType::kQ5_K, TensorType::kQ6_K};
-constexpr TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
-                                 TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
-                                 TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
-                                 TensorType::kQ5_K, TensorType::kQ6_K};
+constexpr TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,    TensorType::kBF16,
+                                 TensorType::kQ8_0, TensorType::kQ4_0,   TensorType::kQ5_0,
+                                 TensorType::kQ4_1, TensorType::kQ5_1,   TensorType::kQ2_K,
+                                 TensorType::kQ3_K, TensorType::kQ4_K,   TensorType::kQ5_K,
+                                 TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
 
 // Weights of `type` made from floats, row by row.
 std::vector<uint8_t> MakeWeights(TensorType type, const std::vector<float>& w, int64_t rows,
@@ -55,17 +56,42 @@ std::pair<double, double> ExactDot(TensorType type, const void* row, const float
     for (float& v : xs) v = Fp16ToFp32(Fp32ToFp16(v));
   } else if (type == TensorType::kBF16) {
     for (float& v : xs) v = Bf16ToFp32(Fp32ToBf16(v));
-  } else if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0) {
+  } else if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
+             type == TensorType::kIQ4_NL) {
     std::vector<BlockQ8_0> q(cols / 32);
     QuantizeRowQ8_0Activations(x, q.data(), cols);
     DequantizeRow(TensorType::kQ8_0, q.data(), xs.data(), cols);
-  } else if (TraitsOf(type).block_size == kQK_K) {  // K-quants
+  } else if (TraitsOf(type).block_size == kQK_K) {  // K-quants, IQ4_XS
     std::vector<BlockQ8_K> q(cols / kQK_K);
     QuantizeRowQ8_K(x, q.data(), cols);
-    for (int64_t i = 0; i < cols; ++i) xs[i] = q[i / kQK_K].d * q[i / kQK_K].qs[i % kQK_K];
+    for (int64_t i = 0; i < cols; ++i) {
+      int v = q[i / kQK_K].qs[i % kQK_K];
+      // ggml's IQ4_XS byte products count -128 as +128 against a negative level.
+      if (type == TensorType::kIQ4_XS && v == -128 && w[i] < 0) v = 128;
+      xs[i] = q[i / kQK_K].d * v;
+    }
   }
   double dot = 0.0;
   double mag = 0.0;
+  if (type == TensorType::kQ4_1 || type == TensorType::kQ5_1) {
+    // value = q * d + m: the m part takes the activations' f16 sums s.
+    std::vector<BlockQ8_1> q(cols / 32);
+    QuantizeRowQ8_1Activations(x, q.data(), cols);
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      const uint16_t m_bits = type == TensorType::kQ4_1 ? static_cast<const BlockQ4_1*>(row)[b].m
+                                                        : static_cast<const BlockQ5_1*>(row)[b].m;
+      const double m = Fp16ToFp32(m_bits);
+      const double xd = Fp16ToFp32(q[b].d);
+      dot += m * Fp16ToFp32(q[b].s);
+      mag += std::fabs(m * Fp16ToFp32(q[b].s));
+      for (int k = 0; k < 32; ++k) {
+        const double wq = w[b * 32 + k] - m;
+        dot += wq * xd * q[b].qs[k];
+        mag += std::fabs(wq * xd * q[b].qs[k]);
+      }
+    }
+    return {dot, mag};
+  }
   for (int64_t i = 0; i < cols; ++i) {
     dot += static_cast<double>(w[i]) * xs[i];
     mag += std::fabs(static_cast<double>(w[i]) * xs[i]);
@@ -170,6 +196,16 @@ TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
 TEST_F(MatMulOnEveryTargetTest, Q5_0OfEveryBatchSizeMatchesReference) {
   std::mt19937 rng(11);
   ExpectEveryTokenCountMatchesReference(TensorType::kQ5_0, 5, 96, 67, rng);
+}
+
+// Q4_1, Q5_1, IQ4_NL (an odd block count: the unpaired last block) and
+// IQ4_XS over every batch size up to 67.
+TEST_F(MatMulOnEveryTargetTest, MinAndIq4TypesOfEveryBatchSizeMatchReference) {
+  std::mt19937 rng(12);
+  ExpectEveryTokenCountMatchesReference(TensorType::kQ4_1, 5, 96, 67, rng);
+  ExpectEveryTokenCountMatchesReference(TensorType::kQ5_1, 5, 96, 67, rng);
+  ExpectEveryTokenCountMatchesReference(TensorType::kIQ4_NL, 5, 96, 67, rng);
+  ExpectEveryTokenCountMatchesReference(TensorType::kIQ4_XS, 5, 512, 67, rng);
 }
 
 // The K-quants' token groups (x86: 4 tokens for AVX2, 4 pairs for AVX-512,

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "inference/ops/fp16.h"
 #include "inference/ops/kquant_internal.h"
@@ -74,6 +75,76 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// ggml's quantize_row_q4_1_ref and quantize_row_q5_1_ref: d = (max - min) /
+// levels, m = min, q = truncation of (x - min) * (1 / d) + 0.5f (capped at
+// 15 for Q4_1). Each block is written by `store(block, j, q)`.
+template <typename Block, typename Store>
+void QuantizeRowWithMin(const float* x, Block* y, int64_t n, float levels, Store store) {
+  for (int64_t i = 0; i < n / 32; ++i) {
+    const float* xb = x + i * 32;
+    float min = std::numeric_limits<float>::max();
+    float max = -std::numeric_limits<float>::max();
+    for (int j = 0; j < 32; ++j) {
+      if (xb[j] < min) min = xb[j];
+      if (xb[j] > max) max = xb[j];
+    }
+    const float d = (max - min) / levels;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = Fp32ToFp16(d);
+    y[i].m = Fp32ToFp16(min);
+    for (int j = 0; j < 32; ++j) {
+      const float v = (xb[j] - min) * id;
+      store(y[i], j, static_cast<int>(v + 0.5f));
+    }
+  }
+}
+
+}  // namespace
+
+void QuantizeRowQ4_1(const float* x, void* dst, int64_t n) {
+  assert(n % kQ4_1BlockSize == 0);
+  auto* y = static_cast<BlockQ4_1*>(dst);
+  for (int64_t i = 0; i < n / kQ4_1BlockSize; ++i) std::memset(y[i].qs, 0, sizeof(y[i].qs));
+  QuantizeRowWithMin(x, y, n, 15.0f, [](BlockQ4_1& b, int j, int q) {
+    // ggml: MIN(15, (int8_t)(...)); the value is in [0, 15.5] here.
+    q = std::min(15, static_cast<int>(static_cast<int8_t>(q)));
+    b.qs[j % 16] |= static_cast<uint8_t>(q << (4 * (j / 16)));
+  });
+}
+
+void QuantizeRowQ5_1(const float* x, void* dst, int64_t n) {
+  assert(n % kQ5_1BlockSize == 0);
+  auto* y = static_cast<BlockQ5_1*>(dst);
+  for (int64_t i = 0; i < n / kQ5_1BlockSize; ++i) {
+    std::memset(y[i].qs, 0, sizeof(y[i].qs));
+    std::memset(y[i].qh, 0, sizeof(y[i].qh));
+  }
+  QuantizeRowWithMin(x, y, n, 31.0f, [](BlockQ5_1& b, int j, int q) {
+    const uint8_t u = static_cast<uint8_t>(q);  // ggml's (uint8_t) cast
+    b.qs[j % 16] |= static_cast<uint8_t>((u & 0x0F) << (4 * (j / 16)));
+    b.qh[j / 8] |= static_cast<uint8_t>(((u >> 4) & 1) << (j % 8));
+  });
+}
+
+void QuantizeRowQ8_1Activations(const float* x, void* dst, int64_t n) {
+  assert(n % 32 == 0);
+  auto* y = static_cast<BlockQ8_1*>(dst);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    const float* xb = x + i * 32;
+    BlockQ8_0 q;
+    QuantizeRowQ8_0Activations(xb, &q, 32);
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += q.qs[j];
+    y[i].d = q.d;
+    y[i].s = Fp32ToFp16(amax / 127.f * static_cast<float>(sum));
+    std::memcpy(y[i].qs, q.qs, sizeof(q.qs));
+  }
+}
+
 void QuantizeRowQ8_0ActivationsScalar(const float* x, void* dst, int64_t n) {
   assert(n % kQ8_0BlockSize == 0);
   auto* y = static_cast<BlockQ8_0*>(dst);
@@ -126,6 +197,18 @@ void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n) {
       return;
     case TensorType::kQ5_0:
       QuantizeRowQ5_0(src, dst, n);
+      return;
+    case TensorType::kQ4_1:
+      QuantizeRowQ4_1(src, dst, n);
+      return;
+    case TensorType::kQ5_1:
+      QuantizeRowQ5_1(src, dst, n);
+      return;
+    case TensorType::kIQ4_NL:
+      QuantizeRowIQ4_NL(src, dst, n);
+      return;
+    case TensorType::kIQ4_XS:
+      QuantizeRowIQ4_XS(src, dst, n);
       return;
     case TensorType::kQ2_K:
       QuantizeRowQ2_K(src, dst, n);
@@ -192,6 +275,36 @@ void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case TensorType::kQ4_1: {
+      assert(n % kQ4_1BlockSize == 0);
+      const auto* b = static_cast<const BlockQ4_1*>(src);
+      for (int64_t i = 0; i < n / kQ4_1BlockSize; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        const float m = Fp16ToFp32(b[i].m);
+        for (int j = 0; j < 16; ++j) {
+          dst[i * kQ4_1BlockSize + j] = (b[i].qs[j] & 0x0F) * d + m;
+          dst[i * kQ4_1BlockSize + 16 + j] = (b[i].qs[j] >> 4) * d + m;
+        }
+      }
+      return;
+    }
+    case TensorType::kQ5_1: {
+      assert(n % kQ5_1BlockSize == 0);
+      const auto* b = static_cast<const BlockQ5_1*>(src);
+      for (int64_t i = 0; i < n / kQ5_1BlockSize; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        const float m = Fp16ToFp32(b[i].m);
+        for (int j = 0; j < kQ5_1BlockSize; ++j)
+          dst[i * kQ5_1BlockSize + j] = Q5_1Value(b[i], j) * d + m;
+      }
+      return;
+    }
+    case TensorType::kIQ4_NL:
+      DequantizeRowIQ4_NL(src, dst, n);
+      return;
+    case TensorType::kIQ4_XS:
+      DequantizeRowIQ4_XS(src, dst, n);
+      return;
     case TensorType::kQ2_K:
       DequantizeRowQ2_K(src, dst, n);
       return;

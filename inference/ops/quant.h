@@ -1,10 +1,12 @@
-// Block-quantized formats Q8_0, Q4_0, Q5_0, the K-quants Q2_K, Q3_K, Q4_K, Q5_K,
-// Q6_K and Q8_K (ggml layouts),
+// Block-quantized formats Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q8_1, the K-quants
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and Q8_K, and the non-linear IQ4_NL and IQ4_XS
+// (ggml layouts),
 // their quantizers and row dequantization for every compute-supported type.
 //
 // Contract: functions are pure and thread-safe. Preconditions (not checked in
 // release builds): `n` is a multiple of the type's block size (32 for Q8_0,
-// Q4_0 and Q5_0, 256 for K-quants, 1 for F32/F16/BF16); buffers hold the full row and do not
+// Q4_0, Q5_0, Q4_1, Q5_1 and IQ4_NL, 256 for K-quants and IQ4_XS, 1 for
+// F32/F16/BF16); buffers hold the full row and do not
 // overlap; inputs are finite.
 #ifndef RINGLM_INFERENCE_OPS_QUANT_H_
 #define RINGLM_INFERENCE_OPS_QUANT_H_
@@ -50,6 +52,60 @@ inline int Q5_0Value(const BlockQ5_0& b, int j) {
   const int low = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
   return (low | (((b.qh[j / 8] >> (j % 8)) & 1) << 4)) - 16;
 }
+
+inline constexpr int64_t kQ4_1BlockSize = 32;
+
+// 32 values: value = q * Fp16ToFp32(d) + Fp16ToFp32(m), q in [0, 15]: value j
+// in the low nibble of qs[j], value j + 16 in its high nibble.
+struct BlockQ4_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 minimum
+  uint8_t qs[kQ4_1BlockSize / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "BlockQ4_1 must match ggml's block_q4_1");
+
+inline constexpr int64_t kQ5_1BlockSize = 32;
+
+// 32 values: value = q * Fp16ToFp32(d) + Fp16ToFp32(m), q in [0, 31]: the low
+// 4 bits as in BlockQ4_1, bit 4 of value j in bit j of the little-endian qh.
+struct BlockQ5_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 minimum
+  uint8_t qh[4];
+  uint8_t qs[kQ5_1BlockSize / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "BlockQ5_1 must match ggml's block_q5_1");
+
+// The 5-bit value j (0..31) of a Q5_1 block.
+inline int Q5_1Value(const BlockQ5_1& b, int j) {
+  const int low = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
+  return low | (((b.qh[j / 8] >> (j % 8)) & 1) << 4);
+}
+
+// Activations for Q4_1/Q5_1 dot products: Q8_0's d and qs, plus
+// s = d * sum(qs) as f16 (d before its rounding to f16).
+struct BlockQ8_1 {
+  uint16_t d;  // f16
+  uint16_t s;  // f16
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8_1) == 36, "BlockQ8_1 must match ggml's block_q8_1");
+
+// IQ4_NL: blocks of 32 values, each a 4-bit index into kIq4NlValues.
+inline constexpr int64_t kIQ4_NLBlockSize = 32;
+
+// The 16 levels of IQ4_NL and IQ4_XS, part of the format's definition (a
+// non-uniform grid, denser near zero, from -127 to 113). value = d * level.
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// 32 values: value j = d * kIq4NlValues[index j]; index j in the low nibble
+// of qs[j], index j + 16 in its high nibble.
+struct BlockIQ4_NL {
+  uint16_t d;  // f16
+  uint8_t qs[kIQ4_NLBlockSize / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "BlockIQ4_NL must match ggml's block_iq4_nl");
 
 // K-quants: super-blocks of 256 values (ggml's QK_K).
 inline constexpr int64_t kQK_K = 256;
@@ -119,6 +175,34 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292, "BlockQ8_K must match ggml's block_q8_K");
 
+// IQ4_XS: 8 sub-blocks of 32 values, each packed as one BlockIQ4_NL::qs
+// (16 bytes), with a 6-bit scale: value = d * (ls[j] - 32) * level, where
+// ls[j] = low nibble (j even) or high nibble (j odd) of scales_l[j / 2], plus
+// bits 2j..2j+1 of scales_h as bits 4-5.
+struct BlockIQ4_XS {
+  uint16_t d;  // f16 super-block scale
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136, "BlockIQ4_XS must match ggml's block_iq4_xs");
+
+// Sub-block j's signed scale ls[j] - 32 (-32..31) of an IQ4_XS block.
+inline int IQ4_XSScale(const BlockIQ4_XS& b, int j) {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+  return (low | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
+// ggml's quantize_iq4_nl / quantize_iq4_xs without an importance matrix (what
+// llama-quantize writes): per 32 values, weights x^2, a first scale from the
+// value of largest magnitude, then 15 trial scales (level[0] + t) / max for
+// t in -7..7, keeping the one of the best weighted least squares; IQ4_XS then
+// rounds the 8 scales to 6 bits against the super-block scale -max_scale / 32
+// and re-picks the levels. Preconditions: n % 32 == 0 (IQ4_NL), n % 256 == 0
+// (IQ4_XS).
+void QuantizeRowIQ4_NL(const float* x, void* dst, int64_t n);
+void QuantizeRowIQ4_XS(const float* x, void* dst, int64_t n);
+
 // ggml's quantize_row_q{2,3,4,5,6}_K_ref (llama-quantize without an
 // importance matrix). Precondition: n % 256 == 0.
 void QuantizeRowQ2_K(const float* x, void* dst, int64_t n);
@@ -168,12 +252,22 @@ void QuantizeRowQ4_0(const float* x, void* dst, int64_t n);
 // 16.5f)).
 void QuantizeRowQ5_0(const float* x, void* dst, int64_t n);
 
+// ggml's quantize_row_q4_1_ref / quantize_row_q5_1_ref: d = (max - min) / 15
+// (or / 31), m = min, q = (uint8_t)((x - min) * (1 / d) + 0.5f) (Q4_1 capped
+// at 15).
+void QuantizeRowQ4_1(const float* x, void* dst, int64_t n);
+void QuantizeRowQ5_1(const float* x, void* dst, int64_t n);
+
 // How ggml-cpu quantizes *activations* to Q8_0 on x86 (the AVX/AVX2
 // quantize_row_q8_0, which differs from the reference quantizer):
 // d = amax / 127.f, q = nearbyint(x * (127.f / amax)) (ties to even), so
 // q is in [-127, 127]; a NaN product gives 0. MatMul uses this for Q8_0 and
 // Q4_0 weights. Runs the AVX2 form where the CPU has it, with the same bytes.
 void QuantizeRowQ8_0Activations(const float* x, void* dst, int64_t n);
+
+// ggml-cpu's x86 quantize_row_q8_1 (activations of Q4_1/Q5_1 weights): d
+// and qs as QuantizeRowQ8_0Activations, s = f16(d * sum of qs), d unrounded.
+void QuantizeRowQ8_1Activations(const float* x, void* dst, int64_t n);
 
 // Bytes taken by a row of `n` values of `type` (n / block_size * block_bytes).
 // Precondition: `type` is a TensorType enumerator; n is a multiple of its

@@ -169,6 +169,102 @@ TEST(QuantTest, Q5_0HandComputedBlocks) {
   EXPECT_EQ(y[5], 0.0f);
 }
 
+TEST(QuantTest, Q4_1AndQ5_1HandComputedBlocks) {
+  EXPECT_EQ(TraitsOf(TensorType::kQ4_1).block_bytes, sizeof(BlockQ4_1));
+  EXPECT_EQ(TraitsOf(TensorType::kQ5_1).block_bytes, sizeof(BlockQ5_1));
+  // min -1, max 14: d = 1 for Q4_1 (15 levels), 15/31 for Q5_1.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -1.0f;  // q 0
+  x[1] = 14.0f;  // q 15
+  x[2] = 3.4f;   // (int)(4.4 + 0.5) = 4
+  x[17] = 2.6f;  // (int)(3.6 + 0.5) = 4, high nibble of byte 1
+  BlockQ4_1 b4;
+  QuantizeRowQ4_1(x.data(), &b4, 32);
+  EXPECT_EQ(b4.d, 0x3c00);    // 1.0
+  EXPECT_EQ(b4.m, 0xbc00);    // -1.0
+  EXPECT_EQ(b4.qs[0], 0x10);  // x[0] = 0, x[16] = 0 -> q 1
+  EXPECT_EQ(b4.qs[1], 0x4F);
+  EXPECT_EQ(b4.qs[2], 0x14);
+  std::vector<float> y(32);
+  DequantizeRow(TensorType::kQ4_1, &b4, y.data(), 32);
+  EXPECT_EQ(y[0], -1.0f);
+  EXPECT_EQ(y[1], 14.0f);
+  EXPECT_EQ(y[2], 3.0f);
+  EXPECT_EQ(y[17], 3.0f);
+  // Q5_1: min 0, max 31, d = 1.
+  std::fill(x.begin(), x.end(), 0.0f);
+  x[1] = 31.0f;
+  x[20] = 16.2f;  // q 16: low nibble 0 in the high half of byte 4, bit 20 of qh
+  BlockQ5_1 b5;
+  QuantizeRowQ5_1(x.data(), &b5, 32);
+  EXPECT_EQ(b5.d, 0x3c00);
+  EXPECT_EQ(b5.m, 0x0000);
+  EXPECT_EQ(b5.qs[1], 0x0F);
+  EXPECT_EQ(b5.qs[4], 0x00);
+  uint32_t qh;
+  std::memcpy(&qh, b5.qh, 4);
+  EXPECT_EQ(qh, (1u << 1) | (1u << 20));
+  DequantizeRow(TensorType::kQ5_1, &b5, y.data(), 32);
+  EXPECT_EQ(y[1], 31.0f);
+  EXPECT_EQ(y[20], 16.0f);
+  EXPECT_EQ(y[3], 0.0f);
+}
+
+TEST(QuantTest, Q8_1ActivationsAddTheBlockSum) {
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = static_cast<float>(i % 7) - 2.5f;
+  std::vector<BlockQ8_1> q1(2);
+  std::vector<BlockQ8_0> q0(2);
+  QuantizeRowQ8_1Activations(x.data(), q1.data(), 64);
+  QuantizeRowQ8_0Activations(x.data(), q0.data(), 64);
+  for (int b = 0; b < 2; ++b) {
+    EXPECT_EQ(q1[b].d, q0[b].d);
+    EXPECT_EQ(std::memcmp(q1[b].qs, q0[b].qs, 32), 0);
+    int sum = 0;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      sum += q0[b].qs[j];
+      amax = std::max(amax, std::fabs(x[32 * b + j]));
+    }
+    EXPECT_EQ(q1[b].s, Fp32ToFp16(amax / 127.f * sum));
+  }
+}
+
+TEST(QuantTest, Iq4NlPicksTheNearestLevels) {
+  EXPECT_EQ(TraitsOf(TensorType::kIQ4_NL).block_bytes, sizeof(BlockIQ4_NL));
+  EXPECT_EQ(TraitsOf(TensorType::kIQ4_XS).block_bytes, sizeof(BlockIQ4_XS));
+  // Values exactly on the grid at d = 1: the least-squares scale is 1.
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = kIq4NlValues[(5 * j + 3) % 16];
+  BlockIQ4_NL b;
+  QuantizeRowIQ4_NL(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0x3c00);
+  std::vector<float> y(32);
+  DequantizeRow(TensorType::kIQ4_NL, &b, y.data(), 32);
+  EXPECT_EQ(y, x);
+  // All zero: scale 0, every index the level nearest 0 (1, index 8).
+  std::fill(x.begin(), x.end(), 0.0f);
+  QuantizeRowIQ4_NL(x.data(), &b, 32);
+  EXPECT_EQ(b.d, 0);
+  EXPECT_EQ(b.qs[0], 0x88);
+}
+
+TEST(QuantTest, Iq4XsScalesAreSixBitMultiplesOfTheSuperBlockScale) {
+  // Sub-block j holds grid values times (j + 1) / 4, its best scale; the
+  // largest, 2, gives d = -2 / 32 and the 6-bit scales -4 (j + 1), so the
+  // values come back exactly.
+  std::vector<float> x(256);
+  for (int j = 0; j < 256; ++j) x[j] = kIq4NlValues[(3 * j + 1) % 16] * (j / 32 + 1) * 0.25f;
+  BlockIQ4_XS b;
+  QuantizeRowIQ4_XS(x.data(), &b, 256);
+  std::vector<float> y(256);
+  DequantizeRow(TensorType::kIQ4_XS, &b, y.data(), 256);
+  EXPECT_EQ(y, x);
+  for (int ib = 0; ib < 8; ++ib) {
+    EXPECT_EQ(IQ4_XSScale(b, ib) * Fp16ToFp32(b.d), (ib + 1) * 0.25f) << ib;
+  }
+}
+
 TEST(QuantTest, DequantizedErrorIsBounded) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 2.0f);
