@@ -87,7 +87,7 @@ TEST_F(SynthCliTest, SynthThenBench) {
 
 TEST_F(SynthCliTest, BadArgumentsFail) {
   EXPECT_NE(RunRinglm("synth --preset nope --type q8_0 --out " + *path_ + ".x").status, 0);
-  EXPECT_NE(RunRinglm("synth --preset tiny --type q5_1 --out " + *path_ + ".x").status, 0);
+  EXPECT_NE(RunRinglm("synth --preset tiny --type iq2_xxs --out " + *path_ + ".x").status, 0);
   EXPECT_NE(RunRinglm("synth --preset tiny --type q8_0").status, 0);
   EXPECT_FALSE(std::ifstream(*path_ + ".x").good());
   EXPECT_NE(RunRinglm("bench -p 8").status, 0);

@@ -12,6 +12,8 @@ namespace ringlm {
 namespace {
 
 constexpr uint32_t kQkK = 256;  // K-quant super-block size
+constexpr const char* kSynthTypeList =
+    "f32, f16, q8_0, q4_0, q4_1, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and
 // every third layer in between, get the bigger type in Q4_K_M/Q5_K_M.
@@ -23,6 +25,7 @@ bool UseMoreBits(int i_layer, int n_layer) {
 // length (see PlanSynthModel's contract for where we differ).
 TensorType FitRowLength(TensorType type, uint64_t ne0) {
   if (ne0 % TraitsOf(type).block_size == 0) return type;
+  if (type == TensorType::kIQ4_XS && ne0 % 32 == 0) return TensorType::kIQ4_NL;
   if (ne0 % 32 == 0) return TensorType::kQ8_0;
   return TensorType::kF16;
 }
@@ -38,11 +41,15 @@ bool IsSynthType(TensorType t) {
     case TensorType::kF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_1:
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -51,12 +58,14 @@ bool IsSynthType(TensorType t) {
 
 enum class Role { kTokenEmbd, kOutput, kAttnV, kAttnQkv, kAttnOutput, kFfnDown, kOtherMatrix };
 
-// llama_tensor_get_type for a dense, non-Falcon model below 70B; the
-// K-quant bases stand for the mixes Q2_K, Q3_K_M, Q4_K_M and Q5_K_M.
+// llama_tensor_get_type for a dense, non-Falcon model below 70B, without an
+// importance matrix; the K-quant bases stand for the mixes Q2_K, Q3_K_M,
+// Q4_K_M and Q5_K_M.
 TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, int n_gqa, uint64_t ne0) {
   using T = TensorType;
   if (base == T::kF32 || base == T::kF16) return base;
   const bool more_bits = UseMoreBits(layer, n_layer);
+  const bool iq4 = base == T::kIQ4_NL || base == T::kIQ4_XS;
   TensorType t = base;
   switch (role) {
     case Role::kOutput:
@@ -70,6 +79,8 @@ TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, int n_
         t = layer < 2 ? T::kQ5_K : T::kQ4_K;
       } else if ((base == T::kQ4_K || base == T::kQ5_K) && more_bits) {
         t = Q6KOrFallback();
+      } else if (iq4 && n_gqa >= 4) {
+        t = T::kQ5_K;
       }
       break;
     case Role::kFfnDown:
@@ -79,6 +90,8 @@ TensorType ChooseType(TensorType base, Role role, int layer, int n_layer, int n_
         t = layer < n_layer / 16 ? T::kQ5_K : T::kQ4_K;
       } else if ((base == T::kQ4_K || base == T::kQ5_K) && more_bits) {
         t = Q6KOrFallback();
+      } else if (iq4 && layer < n_layer / 8) {
+        t = T::kQ5_K;
       }
       break;
     case Role::kAttnQkv:  // Phi-3's fused attention
@@ -184,15 +197,17 @@ absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name) {
 
 absl::StatusOr<TensorType> ParseSynthType(const std::string& name) {
   static constexpr std::pair<const char*, TensorType> kTypes[] = {
-      {"f32", TensorType::kF32},   {"f16", TensorType::kF16},   {"q8_0", TensorType::kQ8_0},
-      {"q4_0", TensorType::kQ4_0}, {"q2_k", TensorType::kQ2_K}, {"q3_k", TensorType::kQ3_K},
-      {"q4_k", TensorType::kQ4_K}, {"q5_k", TensorType::kQ5_K}, {"q6_k", TensorType::kQ6_K},
+      {"f32", TensorType::kF32},       {"f16", TensorType::kF16},   {"q8_0", TensorType::kQ8_0},
+      {"q4_0", TensorType::kQ4_0},     {"q4_1", TensorType::kQ4_1}, {"q5_1", TensorType::kQ5_1},
+      {"q2_k", TensorType::kQ2_K},     {"q3_k", TensorType::kQ3_K}, {"q4_k", TensorType::kQ4_K},
+      {"q5_k", TensorType::kQ5_K},     {"q6_k", TensorType::kQ6_K}, {"iq4_nl", TensorType::kIQ4_NL},
+      {"iq4_xs", TensorType::kIQ4_XS},
   };
   for (const auto& [n, t] : kTypes) {
     if (name == n) return t;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown type '", name, "' (known: f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown type '", name, "' (known: ", kSynthTypeList, ")"));
 }
 
 uint32_t LlamaFileType(TensorType type) {
@@ -203,8 +218,16 @@ uint32_t LlamaFileType(TensorType type) {
       return 1;  // LLAMA_FTYPE_MOSTLY_F16
     case TensorType::kQ4_0:
       return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case TensorType::kQ4_1:
+      return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
     case TensorType::kQ8_0:
       return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::kQ5_1:
+      return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
+    case TensorType::kIQ4_NL:
+      return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case TensorType::kIQ4_XS:
+      return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
     case TensorType::kQ2_K:
       return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
     case TensorType::kQ3_K:
@@ -259,8 +282,7 @@ namespace {
 absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uint32_t min_vocab) {
   if (!IsSynthType(base)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("type ", std::string(TraitsOf(base).name),
-                     " is not one of f32, f16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k"));
+        absl::StrCat("type ", std::string(TraitsOf(base).name), " is not one of ", kSynthTypeList));
   }
   if (p.n_embd == 0 || p.n_layer == 0 || p.n_head == 0 || p.n_head_kv == 0 || p.n_ff == 0 ||
       p.n_ctx == 0 || p.n_embd % p.n_head != 0 || p.n_head % p.n_head_kv != 0 ||

@@ -168,6 +168,45 @@ TEST(SynthPlanTest, Q3KAndQ2KFollowLlamaCppsQ3KMAndQ2KMixes) {
   }
 }
 
+// llama-quantize's IQ4_NL/IQ4_XS mixes without an importance matrix, and the
+// Q4_1/Q5_1 ones (checked byte for byte against llama-quantize c392e50 on
+// the tiny preset).
+TEST(SynthPlanTest, Iq4AndLegacyMinMixesFollowLlamaQuantize) {
+  SynthPreset p = *FindSynthPreset("tiny");
+  p.n_layer = 8;
+  p.n_head_kv = 2;  // GQA 4: attn_v takes Q5_K in the IQ4 mixes
+  for (TensorType base : {TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
+    absl::StatusOr<SynthPlan> plan = PlanSynthModel(p, base);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (int i = 0; i < 8; ++i) {
+      const std::string b = absl::StrCat("blk.", i, ".");
+      EXPECT_EQ(FindIn(*plan, b + "attn_v.weight")->type, TensorType::kQ5_K) << i;
+      EXPECT_EQ(FindIn(*plan, b + "ffn_down.weight")->type, i < 1 ? TensorType::kQ5_K : base) << i;
+      EXPECT_EQ(FindIn(*plan, b + "attn_q.weight")->type, base) << i;
+    }
+    EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ6_K);
+    EXPECT_EQ(FindIn(*plan, "token_embd.weight")->type, base);
+  }
+  for (TensorType base : {TensorType::kQ4_1, TensorType::kQ5_1}) {
+    absl::StatusOr<SynthPlan> plan = PlanSynthModel(p, base);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(FindIn(*plan, "blk.0.attn_v.weight")->type, base);
+    EXPECT_EQ(FindIn(*plan, "blk.0.ffn_down.weight")->type, base);
+    EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ6_K);
+  }
+  EXPECT_EQ(LlamaFileType(TensorType::kQ4_1), 3u);
+  EXPECT_EQ(LlamaFileType(TensorType::kQ5_1), 9u);
+  EXPECT_EQ(LlamaFileType(TensorType::kIQ4_NL), 25u);
+  EXPECT_EQ(LlamaFileType(TensorType::kIQ4_XS), 30u);
+  // IQ4_XS rows that 256 does not divide fall back to IQ4_NL, as llama.cpp.
+  p.n_embd = 96;
+  p.n_head = 3;
+  p.n_head_kv = 1;
+  absl::StatusOr<SynthPlan> odd = PlanSynthModel(p, TensorType::kIQ4_XS);
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_EQ(FindIn(*odd, "blk.1.attn_q.weight")->type, TensorType::kIQ4_NL);
+}
+
 TEST(SynthPlanTest, TiedHeadTakesTheOutputRuleAndQ8_0KeepsItsHead) {
   absl::StatusOr<SynthPlan> tied =
       PlanSynthModel(*FindSynthPreset("llama-3.2-1b"), TensorType::kQ4_0);
