@@ -17,6 +17,7 @@
 #define HWY_TARGET_INCLUDE "inference/ops/matmul_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // foreach_target.h must come first.
+#include <cmath>
 #include <cstring>
 
 #include "hwy/highway.h"
@@ -261,6 +262,150 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceAcc8(acc);
 }
 
+// Q4_1/Q5_1: Q4_0's/Q5_0's lanes over the unsigned values; the mins m_w *
+// s_x FMA'd into one float added after the halving sum.
+float DotQ4_1(const BlockQ4_1* w, const BlockQ8_1* x, int64_t n_blocks) {
+  const DF8 df;
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    summs = std::fma(Fp16ToFp32(w[b].m), Fp16ToFp32(x[b].s), summs);
+    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+    hn::Vec<DI> wv[kQV];
+    LoadNibbleWords(w[b].qs, wv);
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      auto p = hn::Mul(Nibble(wv[v], 0), SignedByte(xv, 0));
+      for (int t = 1; t < 4; ++t) p = hn::Add(p, hn::Mul(Nibble(wv[v], 8 * t), SignedByte(xv, t)));
+      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
+    }
+  }
+  return ReduceAcc8(acc) + summs;
+}
+
+float DotQ5_1(const BlockQ5_1* w, const BlockQ8_1* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const auto one = hn::Set(di, 1);
+  hn::Vec<DI> bit_of_lane[kQV];  // 4 * (lane index among the 8)
+  for (size_t v = 0; v < kQV; ++v) {
+    bit_of_lane[v] = hn::Mul(hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(kQ * v))),
+                             hn::Set(di, 4));
+  }
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  float summs = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    summs = std::fma(Fp16ToFp32(w[b].m), Fp16ToFp32(x[b].s), summs);
+    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+    int32_t qh_bits;
+    std::memcpy(&qh_bits, w[b].qh, sizeof(qh_bits));
+    const auto qh = hn::Set(di, qh_bits);
+    hn::Vec<DI> wv[kQV];
+    LoadNibbleWords(w[b].qs, wv);
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      hn::Vec<DI> p = hn::Zero(di);
+      for (int t = 0; t < 4; ++t) {
+        const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane[v], hn::Set(di, t))), one);
+        const auto q = hn::Or(Nibble(wv[v], 8 * t), hn::ShiftLeft<4>(high));
+        p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+      }
+      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
+    }
+  }
+  return ReduceAcc8(acc) + summs;
+}
+
+// The 32 IQ4 levels of 16 packed bytes (index j in byte j's low nibble, j +
+// 16 in its high one), as words whose byte t of lane l (of the 8) is level
+// 4l + t: the nibbles are split into bytes and looked up in the 16-byte level
+// table (pshufb / tbl).
+inline void LoadLevelWords(const uint8_t* qs, hn::Vec<DI> wv[kQV]) {
+  const hn::Repartition<uint8_t, DI> du8;
+  const hn::Half<decltype(du8)> dh;  // 16 bytes when kQ == 8
+  const auto table = hn::LoadDup128(du8, reinterpret_cast<const uint8_t*>(kIq4NlValues));
+  if constexpr (kQ == 8) {
+    const auto q = hn::LoadU(dh, qs);
+    const auto idx = hn::Combine(du8, hn::ShiftRight<4>(q), hn::And(q, hn::Set(dh, 0xF)));
+    wv[0] = hn::BitCast(DI(), hn::TableLookupBytes(table, idx));
+  } else {
+    const auto q = hn::LoadU(du8, qs);
+    wv[0] = hn::BitCast(DI(), hn::TableLookupBytes(table, hn::And(q, hn::Set(du8, 0xF))));
+    wv[1] = hn::BitCast(DI(), hn::TableLookupBytes(table, hn::ShiftRight<4>(q)));
+  }
+}
+
+// IQ4_NL: even and odd blocks in two sets of lanes, added before the halving
+// sum; an unpaired last block FMA'd in as one integer sum.
+float DotIQ4_NL(const BlockIQ4_NL* w, const BlockQ8_0* x, int64_t n_blocks) {
+  const DF8 df;
+  hn::Vec<DF8> acc[2][kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[0][v] = acc[1][v] = hn::Zero(df);
+  int64_t b = 0;
+  for (; b + 1 < n_blocks; b += 2) {
+    for (int h = 0; h < 2; ++h) {
+      const auto scale = hn::Set(df, Fp16ToFp32(x[b + h].d) * Fp16ToFp32(w[b + h].d));
+      hn::Vec<DI> wv[kQV];
+      LoadLevelWords(w[b + h].qs, wv);
+      for (size_t v = 0; v < kQV; ++v) {
+        const auto xv = LoadWords(x[b + h].qs + 4 * kQ * v);
+        auto p = hn::Mul(SignedByte(wv[v], 0), SignedByte(xv, 0));
+        for (int t = 1; t < 4; ++t)
+          p = hn::Add(p, hn::Mul(SignedByte(wv[v], t), SignedByte(xv, t)));
+        acc[h][v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[h][v]);
+      }
+    }
+  }
+  for (size_t v = 0; v < kQV; ++v) acc[0][v] = hn::Add(acc[0][v], acc[1][v]);
+  float sum = ReduceAcc8(acc[0]);
+  if (b < n_blocks) {
+    int32_t total = 0;
+    for (int k = 0; k < 16; ++k) {
+      total += kIq4NlValues[w[b].qs[k] & 0xF] * x[b].qs[k];
+      total += kIq4NlValues[w[b].qs[k] >> 4] * x[b].qs[16 + k];
+    }
+    sum = std::fma(Fp16ToFp32(x[b].d) * Fp16ToFp32(w[b].d), static_cast<float>(total), sum);
+  }
+  return sum;
+}
+
+// IQ4_XS: K-quant lanes with signed sub-block scales; ggml's byte products
+// count a negative level against x = -128 as level * 128 (SignTrickProduct).
+float DotIQ4_XS(const BlockIQ4_XS* w, const BlockQ8_K* x, int64_t n_blocks) {
+  const DI di;
+  const DF8 df;
+  const auto zero = hn::Zero(di);
+  const auto k_m128 = hn::Set(di, -128);
+  const auto k128 = hn::Set(di, 128);
+  hn::Vec<DF8> acc[kQV];
+  for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    hn::Vec<DI> sumi[kQV];
+    for (size_t v = 0; v < kQV; ++v) sumi[v] = zero;
+    for (int ib = 0; ib < 8; ++ib) {
+      const auto ls = hn::Set(di, IQ4_XSScale(w[b], ib));
+      hn::Vec<DI> wv[kQV];
+      LoadLevelWords(w[b].qs + 16 * ib, wv);
+      for (size_t v = 0; v < kQV; ++v) {
+        const auto xv = LoadWords(x[b].qs + 32 * ib + 4 * kQ * v);
+        hn::Vec<DI> p = zero;
+        for (int t = 0; t < 4; ++t) {
+          const auto level = SignedByte(wv[v], t);
+          const auto xt = SignedByte(xv, t);
+          const auto flip = hn::And(hn::Eq(xt, k_m128), hn::Lt(level, zero));
+          p = hn::Add(p, hn::Mul(level, hn::IfThenElse(flip, k128, xt)));
+        }
+        sumi[v] = hn::Add(sumi[v], hn::Mul(ls, p));
+      }
+    }
+    const auto d = hn::Set(df, Fp16ToFp32(w[b].d) * x[b].d);
+    for (size_t v = 0; v < kQV; ++v) acc[v] = hn::MulAdd(d, hn::ConvertTo(df, sumi[v]), acc[v]);
+  }
+  return ReduceAcc8(acc);
+}
+
 float DotQ4_K(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   const DI di;
   const DF8 df;
@@ -376,6 +521,22 @@ float DotOne(const DotJob& job, int64_t r, int64_t t) {
     case TensorType::kQ5_0: {
       const int64_t nb = cols / kQ5_0BlockSize;
       return DotQ5_0(static_cast<const BlockQ5_0*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kQ4_1: {
+      const int64_t nb = cols / kQ4_1BlockSize;
+      return DotQ4_1(static_cast<const BlockQ4_1*>(row), job.x_q8_1 + t * nb, nb);
+    }
+    case TensorType::kQ5_1: {
+      const int64_t nb = cols / kQ5_1BlockSize;
+      return DotQ5_1(static_cast<const BlockQ5_1*>(row), job.x_q8_1 + t * nb, nb);
+    }
+    case TensorType::kIQ4_NL: {
+      const int64_t nb = cols / kIQ4_NLBlockSize;
+      return DotIQ4_NL(static_cast<const BlockIQ4_NL*>(row), job.x_q8_0 + t * nb, nb);
+    }
+    case TensorType::kIQ4_XS: {
+      const int64_t nb = cols / kQK_K;
+      return DotIQ4_XS(static_cast<const BlockIQ4_XS*>(row), job.x_q8_k + t * nb, nb);
     }
     case TensorType::kQ4_K: {
       const int64_t nb = cols / kQK_K;
