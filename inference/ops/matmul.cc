@@ -14,6 +14,7 @@
 #include "inference/ops/fp16.h"
 #include "inference/ops/kquant_internal.h"
 #include "inference/ops/matmul_internal.h"
+#include "inference/ops/min_iq4_x86.h"
 #include "inference/ops/qgemm_internal.h"
 #include "inference/ops/quant.h"
 
@@ -548,7 +549,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
 
   // On x86, wherever the quantized GEMM's AVX2 or AVX-512 target runs (so a
   // forced Highway target forces this choice too): the K-quants' byte
-  // multiplies (kquant_x86.cc), and register tiles for the float types in
+  // multiplies (kquant_x86.cc), those of Q4_1/Q5_1/IQ4_NL/IQ4_XS
+  // (min_iq4_x86.cc), and register tiles for the float types in
   // the tiled order (float_gemm_x86.cc, float_gemm_avx512.cc). All
   // bit-identical to DotRows.
   auto dot_rows = &DotRows;
@@ -557,6 +559,8 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   if (x86_target != QGemmTarget::kNone) {
     if (IsKQuantWeight(type)) {
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &KQuantDotRowsAvx512 : &KQuantDotRowsAvx2;
+    } else if (IsMinOrIq4Weight(type)) {
+      dot_rows = &MinIq4DotRowsAvx2;
     } else if (job.order == DotOrder::kTiled && TraitsOf(type).block_size == 1) {  // F32/F16/BF16
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
                                                         : &FloatTiledDotRowsAvx2;
