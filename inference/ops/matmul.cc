@@ -206,10 +206,15 @@ float DotIQ4_XS(const BlockIQ4_XS* w, const BlockQ8_K* x, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t sumi[8] = {};
     for (int ib = 0; ib < 8; ++ib) {
-      const int ls = IQ4_XSScale(w[b], ib);
-      for (int k = 0; k < 32; ++k) {
-        sumi[k / 4] += ls * SignTrickProduct(IQ4Level(w[b].qs + 16 * ib, k), x[b].qs[32 * ib + k]);
+      const uint8_t* qs = w[b].qs + 16 * ib;
+      const int8_t* xq = x[b].qs + 32 * ib;
+      int32_t lanes[8] = {};
+      for (int k = 0; k < 16; ++k) {
+        lanes[k / 4] += SignTrickProduct(kIq4NlValues[qs[k] & 0xF], xq[k]);
+        lanes[4 + k / 4] += SignTrickProduct(kIq4NlValues[qs[k] >> 4], xq[16 + k]);
       }
+      const int ls = IQ4_XSScale(w[b], ib);
+      for (int lane = 0; lane < 8; ++lane) sumi[lane] += ls * lanes[lane];
     }
     const float d = Fp16ToFp32(w[b].d) * x[b].d;
     for (int lane = 0; lane < 8; ++lane) {

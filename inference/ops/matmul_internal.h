@@ -86,7 +86,10 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t);
 // wraps to -128, so w < 0 against x = -128 counts as w * 128. (Q8_K
 // activations hold -128; Q8_0 ones never do.)
 inline int32_t SignTrickProduct(int32_t w, int32_t x) {
-  return (w < 0 && x == -128) ? w * 128 : w * x;
+  // w * x, plus 256 w where the flip applies (w * -128 + 256 w = w * 128);
+  // branch-free, for the scalar target's hot loop.
+  const int32_t flip = static_cast<int32_t>((w < 0) & (x == -128));
+  return w * x + flip * 256 * w;
 }
 
 // Reduces `lanes` floats by halving: v[i] += v[i + width] for width =
