@@ -5,7 +5,8 @@
 // off, AVX2 + FMA + F16C, no AVX-512, GGML_LLAMAFILE off): the prompt as one
 // batch, then one token per decode, greedy over the raw logits, n_ctx 256,
 // 2 threads, BOS added, special tokens not parsed. The smallest top-two
-// logit gap over each file's 96 steps is 0.0016 or more: no near ties.
+// logit gap over each file's 96 steps is 0.0016 or more (0.0012 for the
+// Q4_1, Q5_1, IQ4_NL and IQ4_XS files): no near ties.
 //
 // Before the engine followed ggml's AVX2 order in attention (the F16 dot
 // products of KQ and KQV) and in its vector exp (softmax, SiLU), both files
@@ -282,6 +283,84 @@ std::vector<SynthCase> Cases() {
          {582, 582, 582, 582, 582, 582, 582, 582, 582,  582,  582,  582,  582,  582,  582,  582,
           582, 582, 582, 582, 582, 17,  17,  142, 1363, 1363, 1363, 1363, 1363, 1363, 1363, 1363}}},
        "gemma3-tiny"},
+      // llama.cpp's Q4_1, Q5_1, IQ4_NL and IQ4_XS mixes (synth writes them byte
+      // for byte as llama-quantize does, without an importance matrix). Each
+      // seed had the largest smallest top-two gap of those tried (seeds 1-12
+      // for Q4_1, 1-6 for the others) among files whose prompts' ids vary.
+      {"q4_1",  // smallest top-two gap 0.0013
+       TensorType::kQ4_1,
+       10,
+       {
+           {"Once upon a time", kOnceIds, {1395, 1395, 1395, 1395, 1676, 133,  379,  1319,
+                                           364,  1250, 1198, 761,  364,  1676, 1198, 761,
+                                           364,  1250, 1050, 379,  761,  364,  1198, 379,
+                                           761,  364,  109,  109,  109,  109,  109,  109}},
+           {"The quick brown fox jumps over the lazy dog",
+            kFoxIds,
+            {817,  1536, 1319, 1253, 1209, 817,  577,  1209, 817,  577,  1209,
+             1725, 1253, 1319, 1253, 1319, 1253, 1319, 1253, 1480, 1319, 1253,
+             1480, 2034, 1684, 791,  989,  493,  493,  493,  493,  493}},
+           {"In a hole in the ground there lived",
+            kHoleIds,
+            {1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930,
+             1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930, 1930,
+             1930, 1930, 1930, 1930, 1930, 1930, 1930, 613,  613,  613}},
+       }},
+      {"q5_1",  // smallest top-two gap 0.0014
+       TensorType::kQ5_1,
+       1,
+       {
+           {"Once upon a time", kOnceIds, {1947, 1947, 1947, 534,  675,  675,  675,  675,
+                                           911,  675,  911,  675,  911,  44,   1596, 675,
+                                           911,  1316, 44,   1316, 1316, 1316, 1316, 1316,
+                                           911,  1316, 1316, 1316, 1316, 1316, 712,  911}},
+           {"The quick brown fox jumps over the lazy dog",
+            kFoxIds,
+            {1112, 830,  228,  1112, 830,  1112, 830,  1112, 1112, 1112, 1112,
+             1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112,
+             1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112, 1112}},
+           {"In a hole in the ground there lived",
+            kHoleIds,
+            {31,   1153, 1774, 1752, 1774, 1752, 1760, 1752, 1030, 1030, 1030,
+             1030, 1030, 1030, 1030, 1030, 1030, 1030, 1030, 491,  1911, 1752,
+             1030, 1030, 1030, 491,  1911, 1911, 1911, 1911, 1911, 1911}},
+       }},
+      {"iq4_nl",  // smallest top-two gap 0.0012
+       TensorType::kIQ4_NL,
+       4,
+       {
+           {"Once upon a time",
+            kOnceIds,
+            {1643, 1938, 136, 288, 1643, 1938, 288, 288, 288, 288, 288, 288, 288, 288, 288, 288,
+             288,  288,  288, 288, 288,  288,  288, 288, 288, 288, 288, 288, 288, 288, 288, 288}},
+           {"The quick brown fox jumps over the lazy dog",
+            kFoxIds,
+            {556, 556, 556, 556, 556, 556, 556, 556, 774, 774, 774, 774, 774, 774, 774, 774,
+             774, 774, 774, 774, 774, 774, 774, 774, 774, 774, 774, 774, 817, 817, 817, 817}},
+           {"In a hole in the ground there lived",
+            kHoleIds,
+            {1473, 1473, 1473, 1473, 1473, 1473, 1473, 532, 1473, 971, 990,
+             540,  532,  971,  990,  532,  971,  971,  971, 971,  971, 971,
+             971,  290,  948,  971,  971,  971,  290,  948, 971,  290}},
+       }},
+      {"iq4_xs",  // smallest top-two gap 0.0012
+       TensorType::kIQ4_XS,
+       3,
+       {
+           {"Once upon a time", kOnceIds, {1190, 1905, 342,  342,  342,  342,  342,  342,
+                                           342,  342,  501,  420,  694,  1494, 1905, 1806,
+                                           1919, 1785, 1919, 1190, 1905, 1905, 1905, 1905,
+                                           1905, 1905, 1905, 1905, 1905, 1919, 1919, 1919}},
+           {"The quick brown fox jumps over the lazy dog",
+            kFoxIds,
+            {518,  66,   1368, 1368, 705,  1368, 1368, 1368, 1368, 1368, 1368,
+             1368, 1368, 1368, 1532, 1368, 1532, 1368, 1532, 1368, 1532, 1368,
+             1532, 1368, 1532, 1368, 1532, 1368, 1532, 1368, 1532, 1368}},
+           {"In a hole in the ground there lived",
+            kHoleIds,
+            {550, 550, 550, 550, 550, 550, 550, 550, 550, 550, 550, 550, 550, 550, 956, 550,
+             550, 550, 956, 550, 956, 550, 683, 550, 683, 683, 683, 683, 683, 683, 683, 683}},
+       }},
       {"gemma3_f16",
        TensorType::kF16,
        1,
