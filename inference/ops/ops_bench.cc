@@ -118,8 +118,9 @@ void FromMemoryLines(ThreadPool& pool, int reps, double read_gbs) {
   for (float& v : wf) v = dist(rng);
   for (float& v : x) v = dist(rng);
   for (TensorType type : {TensorType::kF16, TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
-                          TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
-                          TensorType::kQ5_K, TensorType::kQ6_K}) {
+                          TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ2_K,
+                          TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
+                          TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
     const size_t row_bytes = RowBytes(type, kCols);
     const size_t matrix_bytes = row_bytes * kRows;
     const size_t copies = ((size_t{512} << 20) + matrix_bytes - 1) / matrix_bytes;
@@ -174,10 +175,11 @@ int main(int argc, char** argv) {
     int64_t rows, cols;
   };
   const Shape shapes[] = {{5632, 2048}, {2048, 5632}, {2048, 2048}};
-  const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
-                              TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
-                              TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
-                              TensorType::kQ5_K, TensorType::kQ6_K};
+  const TensorType types[] = {TensorType::kF32,  TensorType::kF16,    TensorType::kBF16,
+                              TensorType::kQ8_0, TensorType::kQ4_0,   TensorType::kQ5_0,
+                              TensorType::kQ4_1, TensorType::kQ5_1,   TensorType::kQ2_K,
+                              TensorType::kQ3_K, TensorType::kQ4_K,   TensorType::kQ5_K,
+                              TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
   constexpr int64_t kPrefillTokens = 128;
   std::printf("%-6s %-11s %10s %12s %14s\n", "type", "rows x cols", "matvec ms", "matvec GB/s",
               "mm128 GFLOPS");
