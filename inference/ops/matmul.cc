@@ -565,7 +565,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
     if (IsKQuantWeight(type)) {
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &KQuantDotRowsAvx512 : &KQuantDotRowsAvx2;
     } else if (IsMinOrIq4Weight(type)) {
-      dot_rows = &MinIq4DotRowsAvx2;
+      dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &MinIq4DotRowsAvx512 : &MinIq4DotRowsAvx2;
     } else if (job.order == DotOrder::kTiled && TraitsOf(type).block_size == 1) {  // F32/F16/BF16
       dot_rows = x86_target == QGemmTarget::kAvx512Vnni ? &FloatTiledDotRowsAvx512
                                                         : &FloatTiledDotRowsAvx2;

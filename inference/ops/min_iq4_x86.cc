@@ -83,8 +83,7 @@ RINGLM_AVX2_TARGET void DotMinTokens(const Block* w, const BlockQ8_1* const* x, 
       const BlockQ8_1& xb = x[i][b];
       summs[i] = std::fma(wm, Half(xb.s), summs[i]);
       const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(q, Load32(xb.qs)), ones);
-      acc[i] =
-          _mm256_fmadd_ps(_mm256_set1_ps(wd * Half(xb.d)), _mm256_cvtepi32_ps(lanes), acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(wd * Half(xb.d)), _mm256_cvtepi32_ps(lanes), acc[i]);
     }
   }
   for (int i = 0; i < T; ++i) out[i] = Reduce(acc[i]) + summs[i];
@@ -107,8 +106,8 @@ RINGLM_AVX2_TARGET void DotIQ4_NLTokens(const BlockIQ4_NL* w, const BlockQ8_0* c
       for (int i = 0; i < T; ++i) {
         const BlockQ8_0& xb = x[i][b + h];
         const __m256i lanes = _mm256_madd_epi16(SignedPairs(abs_q, q, xb.qs), ones);
-        acc[h][i] = _mm256_fmadd_ps(_mm256_set1_ps(Half(xb.d) * wd),
-                                    _mm256_cvtepi32_ps(lanes), acc[h][i]);
+        acc[h][i] =
+            _mm256_fmadd_ps(_mm256_set1_ps(Half(xb.d) * wd), _mm256_cvtepi32_ps(lanes), acc[h][i]);
       }
     }
   }
@@ -190,6 +189,61 @@ RINGLM_AVX2_TARGET void DotTokens(const DotJob& job, int64_t r, int64_t t, float
   }
 }
 
+// IQ4_XS row against 2P tokens in zmm pairs (the row's levels in both
+// halves, two tokens' activations side by side); out[t] equals
+// DotIQ4_XSTokens's for that token, bit for bit. AVX-512BW has no
+// sign_epi8: the activations are negated under the mask of negative levels
+// (0 - x, which wraps at -128 as sign_epi8 does; the levels are never 0).
+template <int P>
+RINGLM_AVX512BW_TARGET void DotIQ4_XSPairs(const BlockIQ4_XS* w, const BlockQ8_K* const* x,
+                                           int64_t nb, const uint8_t* ahead, float* out) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[P];
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    PrefetchAhead<sizeof(BlockIQ4_XS)>(ahead + b * sizeof(BlockIQ4_XS));
+    __m512i sumi[P];
+    for (int p = 0; p < P; ++p) sumi[p] = zero;
+    for (int ib = 0; ib < 8; ++ib) {
+      const __m512i q = _mm512_broadcast_i64x4(LevelBytes(w[b].qs + 16 * ib));
+      const __m512i abs_q = _mm512_abs_epi8(q);
+      const __mmask64 negative = _mm512_movepi8_mask(q);
+      const __m512i ls = _mm512_set1_epi16(static_cast<int16_t>(IQ4_XSScale(w[b], ib)));
+      for (int p = 0; p < P; ++p) {
+        const __m512i xv = PairOf(x[2 * p][b].qs + 32 * ib, x[2 * p + 1][b].qs + 32 * ib);
+        const __m512i signed_x = _mm512_mask_sub_epi8(xv, negative, zero, xv);
+        const __m512i p16 = _mm512_maddubs_epi16(abs_q, signed_x);
+        sumi[p] = _mm512_add_epi32(sumi[p], _mm512_madd_epi16(p16, ls));
+      }
+    }
+    const float wd = Half(w[b].d);
+    for (int p = 0; p < P; ++p) {
+      const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(wd * x[2 * p][b].d),
+                                          _mm256_set1_ps(wd * x[2 * p + 1][b].d), 1);
+      acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi[p]), acc[p]);
+    }
+  }
+  for (int t = 0; t < 2 * P; ++t) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc[t / 2]);
+    out[t] = ReduceLanes<8>(lanes + 8 * (t % 2));
+  }
+}
+
+// Row r (IQ4_XS) against tokens [t, t + n), n <= 2P: a missing last token of
+// a pair repeats the one before it, and its result is dropped.
+template <int P>
+RINGLM_AVX512BW_TARGET void IQ4_XSPairsAt(const DotJob& job, int64_t r, int64_t t, int64_t n) {
+  const int64_t nb = job.cols / kQK_K;
+  const BlockQ8_K* x[2 * P];
+  for (int64_t i = 0; i < 2 * P; ++i) x[i] = job.x_q8_k + (t + std::min(i, n - 1)) * nb;
+  float out[2 * P];
+  const uint8_t* row = job.w + r * job.row_bytes;
+  DotIQ4_XSPairs<P>(reinterpret_cast<const BlockIQ4_XS*>(row), x, nb,
+                    row + kPrefetchAheadRows * job.row_bytes, out);
+  for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
+}
+
 }  // namespace
 
 void MinIq4DotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
@@ -213,6 +267,33 @@ void MinIq4DotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, in
           break;
       }
       for (int64_t i = 0; i < n; ++i) job.y[(t + i) * job.rows + r] = out[i];
+    }
+  }
+}
+
+void MinIq4DotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+  // Decode is bound by memory, and only IQ4_XS has pair kernels yet.
+  if (t1 - t0 == 1 || job.type != TensorType::kIQ4_XS) {
+    return MinIq4DotRowsAvx2(job, r0, r1, t0, t1);
+  }
+  constexpr int64_t kTokens = 8;  // per kernel call: 4 pairs share the row's unpacking
+  for (int64_t t = t0; t < t1; t += kTokens) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = std::min(kTokens, t1 - t);
+      switch ((n + 1) / 2) {
+        case 1:
+          IQ4_XSPairsAt<1>(job, r, t, n);
+          break;
+        case 2:
+          IQ4_XSPairsAt<2>(job, r, t, n);
+          break;
+        case 3:
+          IQ4_XSPairsAt<3>(job, r, t, n);
+          break;
+        default:
+          IQ4_XSPairsAt<4>(job, r, t, n);
+          break;
+      }
     }
   }
 }

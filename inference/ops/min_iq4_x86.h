@@ -23,6 +23,10 @@ constexpr bool IsMinOrIq4Weight(TensorType type) {
 // Thread-safe (writes only y rows [r0, r1) of tokens [t0, t1)).
 // Precondition: CpuSupports(QGemmTarget::kAvx2). Hot.
 void MinIq4DotRowsAvx2(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
+// The same, with AVX-512 token pairs for IQ4_XS prompts (decode and the
+// other types run the AVX2 kernels), bit-identical to it. Precondition:
+// CpuSupports(QGemmTarget::kAvx512Vnni). Hot.
+void MinIq4DotRowsAvx512(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1);
 #endif
 
 }  // namespace ringlm
