@@ -214,14 +214,10 @@ void PrintTable(const json& d, std::ostream& out) {
     }
     out << absl::StrFormat("heads: %s\n", absl::StrJoin(heads, ", "));
   }
-  out << absl::StrFormat("
-                             % -20s % -22s % -22s % 10s % 8s % 9s % 9s % 10s % -12s % 9s % 6s % 8s %
-                             9s % 13s %
-                             s ", " NODE
-                               ",
-                               "ADDRESS",
-                         "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS", "WEIGHTS", "STATE",
-                         "LAST SEEN", "REQS", "TOKENS", "FWD MS", "DRAFTS OK", "CACHE");
+  out << absl::StrFormat(
+      "\n%-20s %-22s %-22s %10s %8s %9s %9s %10s %-12s %9s %6s %8s %9s %13s  %s\n", "NODE",
+      "ADDRESS", "API", "MEMORY", "GFLOPS", "READ GB/S", "LAYERS", "WEIGHTS", "STATE", "LAST SEEN",
+      "REQS", "TOKENS", "FWD MS", "DRAFTS OK", "CACHE");
   for (const json& n : d["nodes"]) {
     std::string id = n["node_id"];
     if (n["self"].get<bool>()) id += " *";
@@ -250,10 +246,8 @@ void PrintTable(const json& d, std::ostream& out) {
                                m["drafted_tokens"].get<double>());
     }
     out << absl::StrFormat(
-        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %10s %-12s %9s %6.0f %8.0f %9.2f %13s  %s
-        ",
-        id.c_str(),
-        n["address"].get<std::string>().c_str(),
+        "%-20s %-22s %-22s %10s %8.1f %9.1f %9s %10s %-12s %9s %6.0f %8.0f %9.2f %13s  %s\n",
+        id.c_str(), n["address"].get<std::string>().c_str(),
         n["api_address"].is_null() ? "-" : n["api_address"].get<std::string>().c_str(),
         Mib(n["usable_memory_bytes"].get<uint64_t>()).c_str(), n["gflops"].get<double>(),
         n["read_gbps"].get<double>(), layers.c_str(), weights.c_str(),
