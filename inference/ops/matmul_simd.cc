@@ -205,16 +205,42 @@ inline void LoadNibbleWords(const uint8_t* qs, hn::Vec<DI> wv[kQV]) {
   }
 }
 
+// The integer dot of a Q5 block's lane group v with the activations' words
+// xv: each of the 32 values is its nibble (LoadNibbleWords) with the fifth
+// bit from qh (bit 4l + t for byte t of lane l of the 8) above it, less
+// `offset` (16 for Q5_0, 0 for Q5_1). Exact integers: the order of the
+// sums does not matter.
+class FiveBitDot {
+ public:
+  explicit FiveBitDot(int32_t offset) : offset_(hn::Set(DI(), offset)) {
+    const DI di;
+    for (size_t v = 0; v < kQV; ++v) {
+      bit_of_lane_[v] = hn::Mul(hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(kQ * v))),
+                                hn::Set(di, 4));
+    }
+  }
+  hn::Vec<DI> operator()(const hn::Vec<DI>& nibbles, hn::Vec<DI> qh, hn::Vec<DI> xv,
+                         size_t v) const {
+    const DI di;
+    const auto one = hn::Set(di, 1);
+    hn::Vec<DI> p = hn::Zero(di);
+    for (int t = 0; t < 4; ++t) {
+      const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane_[v], hn::Set(di, t))), one);
+      const auto q = hn::Sub(hn::Or(Nibble(nibbles, 8 * t), hn::ShiftLeft<4>(high)), offset_);
+      p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+    }
+    return p;
+  }
+
+ private:
+  hn::Vec<DI> offset_;
+  hn::Vec<DI> bit_of_lane_[kQV];  // 4 * (lane index among the 8)
+};
+
 float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   const DI di;
   const DF8 df;
-  const auto k16 = hn::Set(di, 16);
-  const auto one = hn::Set(di, 1);
-  hn::Vec<DI> bit_of_lane[kQV];  // 4 * (lane index among the 8)
-  for (size_t v = 0; v < kQV; ++v) {
-    bit_of_lane[v] = hn::Mul(hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(kQ * v))),
-                             hn::Set(di, 4));
-  }
+  const FiveBitDot dot(16);
   hn::Vec<DF8> acc[kQV];
   for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -225,13 +251,7 @@ float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
     hn::Vec<DI> wv[kQV];
     LoadNibbleWords(w[b].qs, wv);
     for (size_t v = 0; v < kQV; ++v) {
-      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
-      hn::Vec<DI> p = hn::Zero(di);
-      for (int t = 0; t < 4; ++t) {
-        const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane[v], hn::Set(di, t))), one);
-        const auto q = hn::Sub(hn::Or(Nibble(wv[v], 8 * t), hn::ShiftLeft<4>(high)), k16);
-        p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
-      }
+      const auto p = dot(wv[v], qh, LoadWords(x[b].qs + 4 * kQ * v), v);
       acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
     }
   }
@@ -287,12 +307,7 @@ float DotQ4_1(const BlockQ4_1* w, const BlockQ8_1* x, int64_t n_blocks) {
 float DotQ5_1(const BlockQ5_1* w, const BlockQ8_1* x, int64_t n_blocks) {
   const DI di;
   const DF8 df;
-  const auto one = hn::Set(di, 1);
-  hn::Vec<DI> bit_of_lane[kQV];  // 4 * (lane index among the 8)
-  for (size_t v = 0; v < kQV; ++v) {
-    bit_of_lane[v] = hn::Mul(hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(kQ * v))),
-                             hn::Set(di, 4));
-  }
+  const FiveBitDot dot(0);
   hn::Vec<DF8> acc[kQV];
   for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
   float summs = 0.0f;
@@ -305,13 +320,7 @@ float DotQ5_1(const BlockQ5_1* w, const BlockQ8_1* x, int64_t n_blocks) {
     hn::Vec<DI> wv[kQV];
     LoadNibbleWords(w[b].qs, wv);
     for (size_t v = 0; v < kQV; ++v) {
-      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
-      hn::Vec<DI> p = hn::Zero(di);
-      for (int t = 0; t < 4; ++t) {
-        const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane[v], hn::Set(di, t))), one);
-        const auto q = hn::Or(Nibble(wv[v], 8 * t), hn::ShiftLeft<4>(high));
-        p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
-      }
+      const auto p = dot(wv[v], qh, LoadWords(x[b].qs + 4 * kQ * v), v);
       acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
     }
   }
