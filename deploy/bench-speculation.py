@@ -5,7 +5,8 @@ by deploy/delay_proxy.py (this kernel has no netem).
 
 Each node binds 127.0.0.1:PORT and advertises 127.0.0.2:PORT, where a proxy
 relays to it after --delay-ms each way, so every hop between stages pays
-the delay; the client talks to the head directly. Runs alternate
+the delay (--delay-ms 0: no proxy, the nodes talk directly); the client
+talks to the head directly. Runs alternate
 (speculation on, off, on, ...) --repeats times; the best of each is shown:
 
   mode  prompt  ms_per_token  tokens_per_s  tokens_per_trip  acceptance  speedup
@@ -46,15 +47,18 @@ def start_ring(a, work, key, extra, tag):
     procs = []
     base = 20000 + random.randrange(20000)
     ports = [base + 1 + i for i in range(a.nodes)]
-    pairs = [f"127.0.0.2:{port}=127.0.0.1:{port}" for port in ports]
-    procs.append(subprocess.Popen(
-        [sys.executable, os.path.join(REPO, "deploy", "delay_proxy.py"),
-         "--delay-ms", str(a.delay_ms)] + pairs,
-        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"proxy-{tag}.log"), "w")))
+    advertise = "127.0.0.1"
+    if a.delay_ms > 0:  # else the nodes talk directly
+        advertise = "127.0.0.2"
+        pairs = [f"127.0.0.2:{port}=127.0.0.1:{port}" for port in ports]
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "deploy", "delay_proxy.py"),
+             "--delay-ms", str(a.delay_ms)] + pairs,
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"proxy-{tag}.log"), "w")))
     for i, port in enumerate(ports):
         procs.append(subprocess.Popen(
             [a.ringlmd, "--model", a.model, "--grpc-host", "127.0.0.1", "--grpc-port", str(port),
-             "--advertise-host", "127.0.0.2", "--discovery-port", str(base),
+             "--advertise-host", advertise, "--discovery-port", str(base),
              "--loopback-only", "--memory-mb", "4000", "--placement", "memory",
              "--threads", str(a.threads), "--state-dir", os.path.join(work, f"{tag}-s{i}"),
              "--max-drafts", str(a.max_drafts), "--log-level", "warn", "--cluster-key", key]
