@@ -210,6 +210,16 @@ void WriteSteps(const std::string& dir) {
   v1::StageStepRequest last = Step({"node-b", "node-c"}, 0, 2, fuzz::kContextSize - 2);
   emit("context_end.pb", last, true);
 
+  // A speculative decode step on the last of two stages: a token and three
+  // drafts, after a step whose two drafts were rejected.
+  v1::StageStepRequest drafts = Step({"node-a", "node-b"}, 1, 4, 40);
+  SetHidden(drafts, v1::DTYPE_F32);
+  drafts.set_sample(true);
+  drafts.set_drafts(3);
+  drafts.set_discard(2);
+  drafts.mutable_speculation()->set_max_drafts(8);
+  emit("stage1_drafts.pb", drafts, true);
+
   // One field away from valid.
   v1::StageStepRequest r = first;
   r.set_tokens(0, static_cast<int32_t>(fuzz::kNVocab));
@@ -238,6 +248,9 @@ void WriteSteps(const std::string& dir) {
   r = reuse;
   r.set_reuse_len(0);
   emit("bad_fork_without_reuse.pb", r, false);
+  r = drafts;
+  r.set_drafts(4);  // as many as the tokens
+  emit("bad_drafts.pb", r, false);
 
   // Steps that omit their request's parts (the kept request's, from
   // fuzz::KeptPartsTable): a decode step, and ones the table refuses.
