@@ -265,8 +265,9 @@ int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostr
   ArgParser p("ringlm status [--node HOST:PORT] [--json]",
               "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
               "GFLOPS, read bandwidth, layer range and the bytes of its layers, state,\n"
-              "last-seen time and cache use, the model (its experts, if any), and whether\n"
-              "layers are placed by speed or by memory.");
+              "last-seen time, the drafts its requests had accepted (speculative decoding)\n"
+              "and cache use, the model (its experts, if any), and whether layers are placed\n"
+              "by speed or by memory.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddFlag("json", "print the same figures as one JSON object");
   AddClientSecurityFlags(p);
