@@ -246,9 +246,20 @@ TEST_F(LastStageSamplerTest, TheRequestEndsAmongItsDrafts) {
 }
 
 // Drafting never changes what a seeded request samples: each position
-// takes the next value of the random stream, drafted or not.
-TEST_F(LastStageSamplerTest, SeededTokensAreTheSameWithDrafts) {
-  const SamplingParams seeded{.temperature = 1.5f, .seed = 99};
+// takes the next value of the random stream, drafted or not; and a
+// constrained, penalised one's grammar and penalties follow the accepted
+// drafts exactly.
+class SeededDraftsTest : public LastStageSamplerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(SeededDraftsTest, SeededTokensAreTheSameWithDrafts) {
+  const bool constrained = GetParam();
+  const SamplingParams seeded{
+      .temperature = 1.5f, .frequency_penalty = constrained ? 0.5f : 0.0f, .seed = 99};
+  auto step = [&](uint32_t generated) {
+    v1::StageStepRequest r = Step("r", generated, 100, seeded);
+    if (constrained) r.set_constraint(R"({"type":"json_object"})");
+    return r;
+  };
   auto logits_at = [&](size_t pos) { return Peak(static_cast<int32_t>(50 + pos % 5), 2); };
   std::vector<int32_t> plain_tokens;
   {
@@ -256,7 +267,7 @@ TEST_F(LastStageSamplerTest, SeededTokensAreTheSameWithDrafts) {
     std::vector<int32_t> history = {1, 40, 41};
     for (uint32_t i = 0; i < 10; ++i) {
       absl::StatusOr<v1::DeliverTokenRequest> d =
-          First(sampler, Step("r", i, 100, seeded), logits_at(history.size()), history);
+          First(sampler, step(i), logits_at(history.size()), history);
       ASSERT_TRUE(d.ok()) << d.status();
       plain_tokens.push_back(d->token());
       history.push_back(d->token());
@@ -283,8 +294,7 @@ TEST_F(LastStageSamplerTest, SeededTokensAreTheSameWithDrafts) {
     rows.insert(rows.end(), next.begin(), next.end());
     ++drafts;
     absl::StatusOr<LastStageSampler::Outcome> o =
-        sampler.Sample(Speculating(Step("r", static_cast<uint32_t>(have), 100, seeded), drafts),
-                       rows, step_history);
+        sampler.Sample(Speculating(step(static_cast<uint32_t>(have)), drafts), rows, step_history);
     ASSERT_TRUE(o.ok()) << o.status();
     for (int32_t t : Tokens(*o)) {
       tokens.push_back(t);
@@ -294,6 +304,8 @@ TEST_F(LastStageSamplerTest, SeededTokensAreTheSameWithDrafts) {
   tokens.resize(plain_tokens.size());
   EXPECT_EQ(tokens, plain_tokens);
 }
+
+INSTANTIATE_TEST_SUITE_P(Constraint, SeededDraftsTest, ::testing::Values(false, true));
 
 TEST_F(LastStageSamplerTest, TheNextDraftsAreLookedUpInTheSessionWithinItsLimits) {
   LastStageSampler sampler(tokenizer(), kContext, 16);

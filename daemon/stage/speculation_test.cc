@@ -1,6 +1,7 @@
 // Speculative decoding through a two-stage ring (two runtimes, one process):
 // a request's tokens and their logprobs are the same bits with and without
-// drafts, alone and batched, greedy and seeded; drafts are accepted; and
+// drafts, alone and batched, greedy and seeded, with a JSON constraint and a
+// penalty or without; drafts are accepted; and
 // the rejected ones leave no positions behind on either stage.
 #include "inference/sampling/speculation.h"
 
@@ -104,6 +105,12 @@ class SpeculationTest : public ::testing::Test {
       r.mutable_sampling()->set_temperature(0.7f);
       r.mutable_sampling()->set_seed(100 + i);
     }
+    // Requests 1 (greedy) and 5 (seeded) must reply in JSON, with a
+    // frequency penalty: the grammar and the penalties see drafts too.
+    if (i % 4 == 1) {
+      r.set_constraint(R"({"type":"json_object"})");
+      r.mutable_sampling()->set_frequency_penalty(0.3f);
+    }
     r.mutable_speculation()->set_max_drafts(max_drafts);
     r.set_sample(true);
     return r;
@@ -170,6 +177,7 @@ TEST_F(SpeculationTest, TokensAreTheSameBitsWithAndWithoutDrafts) {
     EXPECT_EQ(p.drafted, 0u);
     accepted += d.accepted;
     drafts += d.drafted;
+    std::printf("%s: %u of %u drafts accepted\n", id.c_str(), d.accepted, d.drafted);
   }
   std::printf("%u of %u drafts accepted over %d requests\n", accepted, drafts, kRequests);
   EXPECT_GT(accepted, 0u) << "no draft was ever accepted: nothing was tested";
