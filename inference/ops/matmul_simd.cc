@@ -205,11 +205,12 @@ inline void LoadNibbleWords(const uint8_t* qs, hn::Vec<DI> wv[kQV]) {
   }
 }
 
-// The integer dot of a Q5 block's lane group v with the activations' words
-// xv: each of the 32 values is its nibble (LoadNibbleWords) with the fifth
-// bit from qh (bit 4l + t for byte t of lane l of the 8) above it, less
-// `offset` (16 for Q5_0, 0 for Q5_1). Exact integers: the order of the
-// sums does not matter.
+// One Q5 block (fifth bits `qh`, packed nibbles `qs`) against 32 Q8
+// activations `xs`, added to acc as scale * each lane group's integer dot.
+// Each of the 32 values is its nibble (LoadNibbleWords) with the fifth bit
+// from qh (bit 4l + t for byte t of lane l of the 8) above it, less `offset`
+// (16 for Q5_0, 0 for Q5_1). Exact integers: the order of their sums does
+// not matter.
 class FiveBitDot {
  public:
   explicit FiveBitDot(int32_t offset) : offset_(hn::Set(DI(), offset)) {
@@ -219,17 +220,27 @@ class FiveBitDot {
                                 hn::Set(di, 4));
     }
   }
-  hn::Vec<DI> operator()(const hn::Vec<DI>& nibbles, hn::Vec<DI> qh, hn::Vec<DI> xv,
-                         size_t v) const {
+  void Accumulate(const uint8_t* qh, const uint8_t* qs, const int8_t* xs, float scale,
+                  hn::Vec<DF8> acc[kQV]) const {
     const DI di;
+    const DF8 df;
     const auto one = hn::Set(di, 1);
-    hn::Vec<DI> p = hn::Zero(di);
-    for (int t = 0; t < 4; ++t) {
-      const auto high = hn::And(hn::Shr(qh, hn::Add(bit_of_lane_[v], hn::Set(di, t))), one);
-      const auto q = hn::Sub(hn::Or(Nibble(nibbles, 8 * t), hn::ShiftLeft<4>(high)), offset_);
-      p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+    int32_t qh_bits;
+    std::memcpy(&qh_bits, qh, sizeof(qh_bits));
+    const auto high_bits = hn::Set(di, qh_bits);
+    hn::Vec<DI> nibbles[kQV];
+    LoadNibbleWords(qs, nibbles);
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(xs + 4 * kQ * v);
+      hn::Vec<DI> p = hn::Zero(di);
+      for (int t = 0; t < 4; ++t) {
+        const auto high =
+            hn::And(hn::Shr(high_bits, hn::Add(bit_of_lane_[v], hn::Set(di, t))), one);
+        const auto q = hn::Sub(hn::Or(Nibble(nibbles[v], 8 * t), hn::ShiftLeft<4>(high)), offset_);
+        p = hn::Add(p, hn::Mul(q, SignedByte(xv, t)));
+      }
+      acc[v] = hn::MulAdd(hn::Set(df, scale), hn::ConvertTo(df, p), acc[v]);
     }
-    return p;
   }
 
  private:
@@ -238,22 +249,12 @@ class FiveBitDot {
 };
 
 float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
-  const DI di;
   const DF8 df;
   const FiveBitDot dot(16);
   hn::Vec<DF8> acc[kQV];
   for (size_t v = 0; v < kQV; ++v) acc[v] = hn::Zero(df);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
-    int32_t qh_bits;
-    std::memcpy(&qh_bits, w[b].qh, sizeof(qh_bits));
-    const auto qh = hn::Set(di, qh_bits);
-    hn::Vec<DI> wv[kQV];
-    LoadNibbleWords(w[b].qs, wv);
-    for (size_t v = 0; v < kQV; ++v) {
-      const auto p = dot(wv[v], qh, LoadWords(x[b].qs + 4 * kQ * v), v);
-      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
-    }
+    dot.Accumulate(w[b].qh, w[b].qs, x[b].qs, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
   }
   return ReduceAcc8(acc);
 }
@@ -305,7 +306,6 @@ float DotQ4_1(const BlockQ4_1* w, const BlockQ8_1* x, int64_t n_blocks) {
 }
 
 float DotQ5_1(const BlockQ5_1* w, const BlockQ8_1* x, int64_t n_blocks) {
-  const DI di;
   const DF8 df;
   const FiveBitDot dot(0);
   hn::Vec<DF8> acc[kQV];
@@ -313,16 +313,7 @@ float DotQ5_1(const BlockQ5_1* w, const BlockQ8_1* x, int64_t n_blocks) {
   float summs = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     summs = std::fma(Fp16ToFp32(w[b].m), Fp16ToFp32(x[b].s), summs);
-    const auto scale = hn::Set(df, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
-    int32_t qh_bits;
-    std::memcpy(&qh_bits, w[b].qh, sizeof(qh_bits));
-    const auto qh = hn::Set(di, qh_bits);
-    hn::Vec<DI> wv[kQV];
-    LoadNibbleWords(w[b].qs, wv);
-    for (size_t v = 0; v < kQV; ++v) {
-      const auto p = dot(wv[v], qh, LoadWords(x[b].qs + 4 * kQ * v), v);
-      acc[v] = hn::MulAdd(scale, hn::ConvertTo(df, p), acc[v]);
-    }
+    dot.Accumulate(w[b].qh, w[b].qs, x[b].qs, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
   }
   return ReduceAcc8(acc) + summs;
 }
