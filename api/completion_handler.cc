@@ -32,16 +32,72 @@ AdmissionOptions LargeBodyTurns(const CompletionHandlerOptions& o) {
   return turns;  // no metrics: they count generations
 }
 
-// The most bytes of prompt text that one token of `vocab` can stand for: its
-// longest piece, and at least 4 (the longest UTF-8 character, which may
-// become one unknown token). A piece is never shorter than the text it
-// matches: a SentencePiece "\u2581" (3 bytes) stands for a space, a
-// "<0xNN>" piece for one byte, a GPT-2 byte-level code point (1 or 2 bytes)
-// for one byte, and control and user-defined pieces for their own text.
-size_t MaxBytesPerToken(const Vocabulary& vocab) {
-  size_t longest = 4;
-  for (const std::string& piece : vocab.pieces) longest = std::max(longest, piece.size());
-  return longest;
+// OK unless `text_bytes` of prompt text plus `fixed_tokens` verbatim ids
+// cannot fit the lane's context, whatever the text tokenizes to: then the
+// same 400 context_length_exceeded (on `param`) that CheckPromptFits gives
+// after tokenizing. Costs no allocation that grows with the text.
+absl::Status CheckTextCanFit(const ModelLane& lane, size_t text_bytes, size_t fixed_tokens,
+                             std::string_view param) {
+  // Each token stands for at most max_token_bytes of the text, so the text
+  // is at least this many tokens, whatever it tokenizes to.
+  const size_t min_tokens =
+      fixed_tokens + (text_bytes + lane.max_token_bytes - 1) / lane.max_token_bytes;
+  const uint32_t context = lane.backend.context_size();
+  if (min_tokens == 0 || CheckPromptFits(min_tokens, context).ok()) return absl::OkStatus();
+  return WithOpenAiCode(
+      absl::InvalidArgumentError(absl::StrCat("This model's maximum context length is ", context,
+                                              " tokens. However, your prompt (", text_bytes,
+                                              " bytes of text) is at least ", min_tokens,
+                                              " tokens, leaving no room for a completion.")),
+      "context_length_exceeded", param);
+}
+
+// The output_constraint.h spec the reply must match ("" = free text): a
+// forced tool call (in `family`'s format), else the response format.
+// InvalidArgument naming the field when the grammar cannot enforce it.
+absl::StatusOr<std::string> ConstraintFor(const CompletionRequest& request, ToolCallFamily family) {
+  nlohmann::ordered_json spec;
+  std::string param;
+  if (request.tool_choice.mode == ToolChoice::Mode::kRequired ||
+      request.tool_choice.mode == ToolChoice::Mode::kNamed) {
+    // The reply must be a call: of any tool, or of the named one.
+    nlohmann::ordered_json functions = nlohmann::ordered_json::array();
+    for (const ToolDefinition& t : request.tools) {
+      if (request.tool_choice.mode == ToolChoice::Mode::kNamed &&
+          t.name != request.tool_choice.name) {
+        continue;
+      }
+      functions.push_back({{"name", t.name}, {"parameters", t.parameters}});
+    }
+    spec = {{"type", "tool_call"},
+            {"family", std::string(ToolCallFamilyName(family))},
+            {"functions", std::move(functions)}};
+    param = "tools";
+  } else if (request.response_format.type == ResponseFormat::Type::kJsonObject) {
+    spec = {{"type", "json_object"}};
+  } else if (request.response_format.type == ResponseFormat::Type::kJsonSchema) {
+    spec = {{"type", "json_schema"}, {"schema", request.response_format.schema}};
+    param = request.kind == CompletionRequest::Kind::kResponses
+                ? "text.format.schema"
+                : "response_format.json_schema.schema";
+  } else {
+    return std::string();
+  }
+  std::string text = spec.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  // Checked here, once, so that a schema the grammar cannot enforce is a 400
+  // and never an error from the last stage.
+  if (absl::StatusOr<grammar::Grammar> g = CompileConstraint(text); !g.ok()) {
+    return InvalidFieldError(param, std::string(g.status().message()));
+  }
+  return text;
+}
+
+// choices[0].logprobs for `tokens` (null unless the request asked).
+nlohmann::json LogprobsJson(const CompletionRequest& request, const Tokenizer& tokenizer,
+                            std::span<const TokenLogprobs> tokens, size_t text_offset) {
+  if (!request.logprobs) return nullptr;
+  if (request.kind != CompletionRequest::Kind::kText) return ChatLogprobsJson(tokenizer, tokens);
+  return TextLogprobsJson(tokenizer, tokens, text_offset);
 }
 
 }  // namespace
@@ -53,18 +109,11 @@ void SetErrorResponse(const absl::Status& status, httplib::Response& res) {
   res.set_content(error.body, "application/json");
 }
 
-CompletionHandler::CompletionHandler(GenerationBackend& backend, PrefixCache& cache,
-                                     const ServedModels& models, const ChatRenderer& renderer,
-                                     CompletionHandlerOptions options)
-    : backend_(backend),
-      cache_(cache),
-      models_(models),
-      renderer_(renderer),
+CompletionHandler::CompletionHandler(const ModelLanes& lanes, CompletionHandlerOptions options)
+    : lanes_(lanes),
       options_(std::move(options)),
-      replies_(options_.replies),
       admission_(options_.admission),
-      large_bodies_(LargeBodyTurns(options_)),
-      max_token_bytes_(MaxBytesPerToken(backend_.tokenizer().vocabulary())) {}
+      large_bodies_(LargeBodyTurns(options_)) {}
 
 void CompletionHandler::HandleChat(std::string_view body, httplib::Response& res) {
   Serve(body, &ParseChatCompletionRequest, res);
@@ -89,40 +138,28 @@ void CompletionHandler::Serve(std::string_view body, Parser parse, httplib::Resp
   Handle(parse(body, options_.json_limits), std::move(large_body), res);
 }
 
-absl::Status CompletionHandler::CheckTextCanFit(size_t text_bytes, size_t fixed_tokens,
-                                                std::string_view param) const {
-  // Each token stands for at most max_token_bytes_ of the text, so the text
-  // is at least this many tokens, whatever it tokenizes to.
-  const size_t min_tokens = fixed_tokens + (text_bytes + max_token_bytes_ - 1) / max_token_bytes_;
-  const uint32_t context = backend_.context_size();
-  if (min_tokens == 0 || CheckPromptFits(min_tokens, context).ok()) return absl::OkStatus();
-  return WithOpenAiCode(
-      absl::InvalidArgumentError(absl::StrCat("This model's maximum context length is ", context,
-                                              " tokens. However, your prompt (", text_bytes,
-                                              " bytes of text) is at least ", min_tokens,
-                                              " tokens, leaving no room for a completion.")),
-      "context_length_exceeded", param);
-}
-
-std::vector<int32_t> CompletionHandler::Tokenize(std::vector<PromptSegment> segments) const {
+std::vector<int32_t> CompletionHandler::Tokenize(const Tokenizer& tokenizer,
+                                                 std::vector<PromptSegment> segments) const {
   if (options_.parse_special_in_content) {
     // All text as control: the ids of Encode(joined, true, /*parse_special=*/true).
     for (PromptSegment& segment : segments) segment.is_control = true;
   }
-  return backend_.tokenizer().EncodeSegments(segments, /*add_special=*/true);
+  return tokenizer.EncodeSegments(segments, /*add_special=*/true);
 }
 
 absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
-    const CompletionRequest& request) {
+    const CompletionRequest& request, ModelLane& lane) {
   const bool chat = request.kind != CompletionRequest::Kind::kText;
+  const ChatRenderer& renderer = lane.renderer;
+  const Tokenizer& tokenizer = lane.backend.tokenizer();
   GenerationStream::Params params;
-  if (!request.tools.empty() && renderer_.tool_family() == ToolCallFamily::kNone) {
+  if (!request.tools.empty() && renderer.tool_family() == ToolCallFamily::kNone) {
     return InvalidFieldError("tools",
-                             absl::StrCat("this model's chat template (", renderer_.Describe(),
+                             absl::StrCat("this model's chat template (", renderer.Describe(),
                                           ") does not support tool calls"));
   }
   if (request.tool_choice.mode != ToolChoice::Mode::kNone) {
-    params.tool_calls = renderer_.tool_family();
+    params.tool_calls = renderer.tool_family();
   }
   const char* prompt_param = request.kind == CompletionRequest::Kind::kChat ? "messages"
                              : chat                                         ? "input"
@@ -134,7 +171,7 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   // or two of the text, under the large-body turn taken in Serve.
   if (chat) {
     absl::StatusOr<std::vector<PromptSegment>> rendered =
-        RenderWithReplyIds(renderer_, request.messages, request.tools, replies_);
+        RenderWithReplyIds(renderer, request.messages, request.tools, lane.replies);
     if (!rendered.ok()) {
       return InvalidFieldError(
           request.kind == CompletionRequest::Kind::kChat ? "messages" : "input",
@@ -149,28 +186,27 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
         fixed_tokens += segment.ids.size();
       }
     }
-    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(text_bytes, fixed_tokens, prompt_param));
-    params.request.prompt = Tokenize(*std::move(rendered));
+    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(lane, text_bytes, fixed_tokens, prompt_param));
+    params.request.prompt = Tokenize(tokenizer, *std::move(rendered));
   } else if (!request.prompt_ids.empty()) {
     for (int32_t id : request.prompt_ids) {
-      if (!backend_.tokenizer().IsValid(id)) {
-        return InvalidFieldError("prompt",
-                                 absl::StrCat("token id ", id, " is outside the ",
-                                              backend_.tokenizer().n_vocab(), "-token vocabulary"));
+      if (!tokenizer.IsValid(id)) {
+        return InvalidFieldError("prompt", absl::StrCat("token id ", id, " is outside the ",
+                                                        tokenizer.n_vocab(), "-token vocabulary"));
       }
     }
     params.request.prompt = request.prompt_ids;
   } else {
     // A raw prompt is the client's own text, markers included (as llama.cpp's
     // /completion): special-token text in it becomes control tokens.
-    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(request.prompt.size(), 0, prompt_param));
-    params.request.prompt = backend_.tokenizer().Encode(request.prompt, /*add_special=*/true,
-                                                        /*parse_special=*/true);
+    RINGLM_RETURN_IF_ERROR(CheckTextCanFit(lane, request.prompt.size(), 0, prompt_param));
+    params.request.prompt = tokenizer.Encode(request.prompt, /*add_special=*/true,
+                                             /*parse_special=*/true);
   }
   if (params.request.prompt.empty()) {
     return InvalidFieldError(prompt_param, "the prompt is empty");
   }
-  const uint32_t context = backend_.context_size();
+  const uint32_t context = lane.backend.context_size();
   if (absl::Status fits = CheckPromptFits(params.request.prompt.size(), context); !fits.ok()) {
     return WithOpenAiCode(std::move(fits), "context_length_exceeded", prompt_param);
   }
@@ -182,85 +218,41 @@ absl::StatusOr<GenerationStream::Params> CompletionHandler::Prepare(
   params.stop = request.stop;
   params.request.logprobs = request.logprobs;
   params.request.top_logprobs = request.top_logprobs;
-  RINGLM_ASSIGN_OR_RETURN(params.request.constraint, ConstraintFor(request));
+  RINGLM_ASSIGN_OR_RETURN(params.request.constraint,
+                          ConstraintFor(request, renderer.tool_family()));
   return params;
 }
 
 void CompletionHandler::Handle(absl::StatusOr<CompletionRequest> parsed,
                                std::optional<Slot> large_body, httplib::Response& res) {
   if (!parsed.ok()) return SetErrorResponse(parsed.status(), res);
+  absl::StatusOr<ModelLanes::Route> route = lanes_.Resolve(parsed->model);
+  if (!route.ok()) return SetErrorResponse(route.status(), res);
+  ModelLane& lane = *route->lane;
   // From here on, `model` is the name the response reports.
-  absl::StatusOr<std::string> model = models_.Resolve(parsed->model);
-  if (!model.ok()) return SetErrorResponse(model.status(), res);
-  parsed->model = *std::move(model);
+  parsed->model = std::move(route->name);
   // Admission before any work that grows with the request or waits.
   absl::StatusOr<Slot> ticket = admission_.Admit();
   if (!ticket.ok()) return SetErrorResponse(ticket.status(), res);
   auto slot = std::make_unique<Slot>(*std::move(ticket));
-  absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed);
+  absl::StatusOr<GenerationStream::Params> params = Prepare(*parsed, lane);
   large_body.reset();  // the prompt is made: what remains is bounded by the context
   if (!params.ok()) return SetErrorResponse(params.status(), res);
   // Chat replies are recorded, for when the client sends them back.
-  ReplyStore* replies = parsed->kind != CompletionRequest::Kind::kText ? &replies_ : nullptr;
+  ReplyStore* replies = parsed->kind != CompletionRequest::Kind::kText ? &lane.replies : nullptr;
   absl::StatusOr<std::unique_ptr<GenerationStream>> stream = GenerationStream::Start(
-      backend_, cache_, replies, options_.keep_sessions, *std::move(params));
+      lane.backend, lane.cache, replies, options_.keep_sessions, *std::move(params));
   if (!stream.ok()) return SetErrorResponse(stream.status(), res);
+  const Tokenizer& tokenizer = lane.backend.tokenizer();
   if (parsed->stream) {
-    RespondStreaming(*parsed, std::move(slot), *std::move(stream), res);
+    RespondStreaming(*parsed, tokenizer, std::move(slot), *std::move(stream), res);
   } else {
-    Respond(*parsed, std::move(slot), *std::move(stream), res);
+    Respond(*parsed, tokenizer, std::move(slot), *std::move(stream), res);
   }
 }
 
-absl::StatusOr<std::string> CompletionHandler::ConstraintFor(
-    const CompletionRequest& request) const {
-  nlohmann::ordered_json spec;
-  std::string param;
-  if (request.tool_choice.mode == ToolChoice::Mode::kRequired ||
-      request.tool_choice.mode == ToolChoice::Mode::kNamed) {
-    // The reply must be a call: of any tool, or of the named one.
-    nlohmann::ordered_json functions = nlohmann::ordered_json::array();
-    for (const ToolDefinition& t : request.tools) {
-      if (request.tool_choice.mode == ToolChoice::Mode::kNamed &&
-          t.name != request.tool_choice.name) {
-        continue;
-      }
-      functions.push_back({{"name", t.name}, {"parameters", t.parameters}});
-    }
-    spec = {{"type", "tool_call"},
-            {"family", std::string(ToolCallFamilyName(renderer_.tool_family()))},
-            {"functions", std::move(functions)}};
-    param = "tools";
-  } else if (request.response_format.type == ResponseFormat::Type::kJsonObject) {
-    spec = {{"type", "json_object"}};
-  } else if (request.response_format.type == ResponseFormat::Type::kJsonSchema) {
-    spec = {{"type", "json_schema"}, {"schema", request.response_format.schema}};
-    param = request.kind == CompletionRequest::Kind::kResponses
-                ? "text.format.schema"
-                : "response_format.json_schema.schema";
-  } else {
-    return std::string();
-  }
-  std::string text = spec.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  // Checked here, once, so that a schema the grammar cannot enforce is a 400
-  // and never an error from the last stage.
-  if (absl::StatusOr<grammar::Grammar> g = CompileConstraint(text); !g.ok()) {
-    return InvalidFieldError(param, std::string(g.status().message()));
-  }
-  return text;
-}
-
-nlohmann::json CompletionHandler::LogprobsJson(const CompletionRequest& request,
-                                               std::span<const TokenLogprobs> tokens,
-                                               size_t text_offset) const {
-  if (!request.logprobs) return nullptr;
-  if (request.kind != CompletionRequest::Kind::kText) {
-    return ChatLogprobsJson(backend_.tokenizer(), tokens);
-  }
-  return TextLogprobsJson(backend_.tokenizer(), tokens, text_offset);
-}
-
-void CompletionHandler::Respond(const CompletionRequest& request, std::unique_ptr<Slot> /*slot*/,
+void CompletionHandler::Respond(const CompletionRequest& request, const Tokenizer& tokenizer,
+                                std::unique_ptr<Slot> /*slot*/,
                                 std::unique_ptr<GenerationStream> stream, httplib::Response& res) {
   std::string text;
   std::vector<TokenLogprobs> logprobs;
@@ -287,10 +279,10 @@ void CompletionHandler::Respond(const CompletionRequest& request, std::unique_pt
   const Usage usage{stream->prompt_tokens(), stream->completion_tokens(), stream->cached_tokens()};
   res.status = 200;
   res.set_header("x-request-id", writer->id());
-  res.set_content(
-      DumpJson(writer->Whole(Answer{std::move(text), stream->finish_reason(), usage,
-                                    LogprobsJson(request, logprobs, 0), std::move(calls)})),
-      "application/json");
+  res.set_content(DumpJson(writer->Whole(Answer{std::move(text), stream->finish_reason(), usage,
+                                                LogprobsJson(request, tokenizer, logprobs, 0),
+                                                std::move(calls)})),
+                  "application/json");
 }
 
 namespace {
@@ -311,7 +303,7 @@ struct SseState {
 }  // namespace
 
 void CompletionHandler::RespondStreaming(const CompletionRequest& request,
-                                         std::unique_ptr<Slot> slot,
+                                         const Tokenizer& tokenizer, std::unique_ptr<Slot> slot,
                                          std::unique_ptr<GenerationStream> stream,
                                          httplib::Response& res) {
   auto state = std::make_shared<SseState>();
@@ -324,7 +316,8 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
   res.set_header("x-request-id", state->writer->id());
   // Called repeatedly on this HTTP thread until sink.done(). Returning false,
   // or a failed write, aborts the response; the releaser then cancels.
-  auto provider = [state, this](size_t /*offset*/, httplib::DataSink& sink) -> bool {
+  auto provider = [state, tokenizer = &tokenizer, this](size_t /*offset*/,
+                                                        httplib::DataSink& sink) -> bool {
     GenerationStream& gen = *state->stream;
     ResponseWriter& writer = *state->writer;
     auto write = [&sink, &gen](const std::string& data) {
@@ -345,7 +338,8 @@ void CompletionHandler::RespondStreaming(const CompletionRequest& request,
     // A chunk's logprobs are those of the tokens whose text it completes.
     auto take_logprobs = [&] {
       if (state->logprobs.empty()) return nlohmann::json(nullptr);
-      nlohmann::json json = LogprobsJson(state->request, state->logprobs, state->sent_bytes);
+      nlohmann::json json =
+          LogprobsJson(state->request, *tokenizer, state->logprobs, state->sent_bytes);
       state->logprobs.clear();
       return json;
     };

@@ -17,11 +17,8 @@
 #include "api/generation_backend.h"
 #include "api/generation_stream.h"
 #include "api/json_limits.h"
-#include "api/prefix_cache.h"
-#include "api/served_models.h"
-#include "chat/chat_renderer.h"
+#include "api/model_lanes.h"
 #include "chat/chat_template.h"
-#include "chat/reply_store.h"
 #include "httplib.h"
 #include "inference/sampling/output_constraint.h"
 #include "nlohmann/json.hpp"
@@ -43,28 +40,28 @@ struct CompletionHandlerOptions {
   size_t large_body_bytes = 1 << 20;
   int max_large_bodies = 2;
   bool parse_special_in_content = false;  // see ApiOptions
-  ReplyStoreOptions replies;              // the chat replies kept as their ids
 };
 
-// Thread-safe: one instance serves every HTTP thread. The backend, cache and
-// models must outlive it, and so must the handler outlive every response it
+// Thread-safe: one instance serves every HTTP thread, for every model. The
+// lanes must outlive it, and so must the handler outlive every response it
 // produced (ApiServer stops the HTTP server first).
 //
 // Order of work per request, cheapest first so that a flood costs little:
 // parse the body (bounded by json_limits; a large body first waits for one of
-// max_large_bodies turns, held until its prompt is made), check the model
-// name, take a running slot (waiting in line for one; 429 when the line is
-// full), and
-// only then check readiness, render the chat template, refuse text too long
-// for the context from its size alone, and tokenize.
+// max_large_bodies turns, held until its prompt is made), pick the model's
+// lane by name, take a running slot (one admission for all models: waiting
+// in line for one; 429 when the line is full), and only then check
+// readiness, render the chat template, refuse text too long for the context
+// from its size alone, and tokenize. From then on the request touches its
+// lane only.
 //
-// Chat replies are recorded in a ReplyStore the handler owns, and a chat
-// prompt uses their generated ids where a request sends them back
+// Chat replies are recorded in the lane's ReplyStore, and a chat prompt uses
+// their generated ids where a request sends them back to the same model
 // (RenderWithReplyIds), whether the prefix cache is on or off.
 class CompletionHandler {
  public:
-  CompletionHandler(GenerationBackend& backend, PrefixCache& cache, const ServedModels& models,
-                    const ChatRenderer& renderer, CompletionHandlerOptions options);
+  // Precondition: lanes.status() is OK.
+  CompletionHandler(const ModelLanes& lanes, CompletionHandlerOptions options);
 
   // `body`: the request's whole body. Sets `res` to the answer.
   void HandleChat(std::string_view body, httplib::Response& res);
@@ -87,39 +84,25 @@ class CompletionHandler {
   // once the prompt is made.
   void Handle(absl::StatusOr<CompletionRequest> parsed, std::optional<Slot> large_body,
               httplib::Response& res);
-  // What comes after admission and before Submit: readiness, the prompt.
-  absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request);
-  // OK unless `text_bytes` of prompt text plus `fixed_tokens` verbatim ids
-  // cannot fit the context, whatever the text tokenizes to: then the same
-  // 400 context_length_exceeded (on `param`) that CheckPromptFits gives
-  // after tokenizing. Costs no allocation that grows with the text.
-  absl::Status CheckTextCanFit(size_t text_bytes, size_t fixed_tokens,
-                               std::string_view param) const;
+  // What comes after admission and before Submit, on `lane`: readiness, the
+  // prompt.
+  absl::StatusOr<GenerationStream::Params> Prepare(const CompletionRequest& request,
+                                                   ModelLane& lane);
   // The prompt's tokens: chat messages rendered in the template's format
   // (ids segments verbatim).
-  std::vector<int32_t> Tokenize(std::vector<PromptSegment> segments) const;
-  // The output_constraint.h spec the reply must match ("" = free text):
-  // a forced tool call, else the response format. InvalidArgument naming the
-  // field when the grammar cannot enforce it.
-  absl::StatusOr<std::string> ConstraintFor(const CompletionRequest& request) const;
-  // choices[0].logprobs for `tokens` (null unless the request asked).
-  nlohmann::json LogprobsJson(const CompletionRequest& request,
-                              std::span<const TokenLogprobs> tokens, size_t text_offset) const;
-  void Respond(const CompletionRequest& request, std::unique_ptr<Slot> slot,
-               std::unique_ptr<GenerationStream> stream, httplib::Response& res);
-  void RespondStreaming(const CompletionRequest& request, std::unique_ptr<Slot> slot,
-                        std::unique_ptr<GenerationStream> stream, httplib::Response& res);
+  std::vector<int32_t> Tokenize(const Tokenizer& tokenizer,
+                                std::vector<PromptSegment> segments) const;
+  void Respond(const CompletionRequest& request, const Tokenizer& tokenizer,
+               std::unique_ptr<Slot> slot, std::unique_ptr<GenerationStream> stream,
+               httplib::Response& res);
+  void RespondStreaming(const CompletionRequest& request, const Tokenizer& tokenizer,
+                        std::unique_ptr<Slot> slot, std::unique_ptr<GenerationStream> stream,
+                        httplib::Response& res);
 
-  GenerationBackend& backend_;
-  PrefixCache& cache_;
-  const ServedModels& models_;
-  const ChatRenderer& renderer_;
+  const ModelLanes& lanes_;
   const CompletionHandlerOptions options_;
-  ReplyStore replies_;
   Admission admission_;
   Admission large_bodies_;  // turns of max_large_bodies
-  // The most bytes of text one token of the vocabulary stands for.
-  const size_t max_token_bytes_;
   std::atomic<bool> stopping_{false};
 };
 

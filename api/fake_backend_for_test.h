@@ -2,7 +2,9 @@
 // own and emits the tokens its script gives, one every `delay`; scripts can
 // fail Submit, end with an error event, report cached_tokens, and the fake
 // records every submitted request, every cancel of a running request and
-// every Ready() call. Thread-safe; outlives the server that uses it.
+// every Ready() call. Its model id and topology are settable, so that two
+// fakes can stand for two models. Thread-safe; outlives the server that uses
+// it.
 #ifndef RINGLM_API_FAKE_BACKEND_FOR_TEST_H_
 #define RINGLM_API_FAKE_BACKEND_FOR_TEST_H_
 
@@ -32,8 +34,9 @@ struct FakeScript {
 
 class FakeBackend : public GenerationBackend {
  public:
-  FakeBackend(const Tokenizer& tokenizer, uint32_t context_size = 512)
-      : tokenizer_(tokenizer), context_size_(context_size) {}
+  FakeBackend(const Tokenizer& tokenizer, uint32_t context_size = 512,
+              std::string model_id = "stories260K")
+      : tokenizer_(tokenizer), context_size_(context_size), model_id_(std::move(model_id)) {}
   ~FakeBackend() override {
     std::vector<std::thread> threads;
     {
@@ -56,6 +59,11 @@ class FakeBackend : public GenerationBackend {
   void SetChatTemplate(std::string jinja) {
     absl::MutexLock lock(&mu_);
     chat_template_ = std::move(jinja);
+  }
+  // What TopologyJson() returns (default {"nodes":[{"id":"n1"}]}).
+  void SetTopologyJson(std::string json) {
+    absl::MutexLock lock(&mu_);
+    topology_json_ = std::move(json);
   }
   // How often readiness was asked: Ready(), or Submit, which checks it first.
   int ready_calls() const { return ready_calls_.load(); }
@@ -125,13 +133,16 @@ class FakeBackend : public GenerationBackend {
     dropped_.push_back(session_id);
   }
   const Tokenizer& tokenizer() const override { return tokenizer_; }
-  std::string model_id() const override { return "stories260K"; }
+  std::string model_id() const override { return model_id_; }
   std::string chat_template() const override {
     absl::MutexLock lock(&mu_);
     return chat_template_;
   }
   uint32_t context_size() const override { return context_size_; }
-  std::string TopologyJson() const override { return R"({"nodes":[{"id":"n1"}]})"; }
+  std::string TopologyJson() const override {
+    absl::MutexLock lock(&mu_);
+    return topology_json_;
+  }
 
  private:
   struct Run {
@@ -153,10 +164,12 @@ class FakeBackend : public GenerationBackend {
 
   const Tokenizer& tokenizer_;
   const uint32_t context_size_;
+  const std::string model_id_;
   mutable absl::Mutex mu_;
   std::function<FakeScript(const GenerationRequest&)> script_ ABSL_GUARDED_BY(mu_);
   absl::Status ready_ ABSL_GUARDED_BY(mu_);
   std::string chat_template_ ABSL_GUARDED_BY(mu_);
+  std::string topology_json_ ABSL_GUARDED_BY(mu_) = R"({"nodes":[{"id":"n1"}]})";
   mutable std::atomic<int> ready_calls_{0};
   std::vector<GenerationRequest> submitted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> dropped_ ABSL_GUARDED_BY(mu_);

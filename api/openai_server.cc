@@ -11,11 +11,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "api/api_error.h"
 #include "api/completion_handler.h"
 #include "api/host_check.h"
 #include "api/http_connection_gate.h"
+#include "api/model_lanes.h"
 #include "api/openai_format.h"
 #include "api/web_page.h"
 #include "base/exclusive_port.h"
@@ -42,16 +44,6 @@ ConnectionLimits LimitsOf(const ApiOptions& o) {
   limits.body_timeout = o.body_timeout;
   limits.max_body_bytes_in_flight = o.max_body_bytes_in_flight;
   return limits;
-}
-
-// The renderer --chat-template asks for; when that cannot be built, the
-// model's own (which always can), with the error kept for Start to report.
-ChatRenderer RendererOf(const ApiOptions& o, GenerationBackend* b, absl::Status* error) {
-  absl::StatusOr<ChatRenderer> r =
-      ChatRenderer::Create(b->chat_template(), o.chat_template, b->tokenizer());
-  if (r.ok()) return *std::move(r);
-  *error = r.status();
-  return *ChatRenderer::Create(b->chat_template(), {}, b->tokenizer());
 }
 
 // The request body, read into one buffer sized from the Content-Length,
@@ -98,21 +90,40 @@ CompletionHandlerOptions HandlerOptionsOf(const ApiOptions& o) {
   h.json_limits = o.json_limits;
   h.max_body_bytes = o.max_body_bytes;
   h.parse_special_in_content = o.parse_special_in_content;
-  h.replies = o.replies;
   return h;
+}
+
+// What /v1/models tells of a model's plan, from its TopologyJson() (see
+// ClusterBackend): the layer count and the stages in layer order, each a
+// node and its layer range. nullopt when the topology is not a JSON object.
+std::optional<nlohmann::json> PlanOf(const std::string& topology_json) {
+  const nlohmann::json topology = nlohmann::json::parse(topology_json, nullptr, false);
+  if (!topology.is_object()) return std::nullopt;
+  nlohmann::json stages = nlohmann::json::array();
+  if (const auto nodes = topology.find("nodes"); nodes != topology.end() && nodes->is_array()) {
+    for (const nlohmann::json& node : *nodes) {
+      const auto layers = node.find("layers");
+      if (!node.is_object() || layers == node.end() || !layers->is_array() || layers->size() != 2) {
+        continue;
+      }
+      stages.push_back({{"node_id", node.value("node_id", "")}, {"layers", *layers}});
+    }
+  }
+  std::sort(stages.begin(), stages.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["layers"][0] < b["layers"][0];
+  });
+  nlohmann::json plan = {{"stages", std::move(stages)}};
+  if (const auto n = topology.find("n_layers"); n != topology.end()) plan["n_layers"] = *n;
+  return plan;
 }
 
 }  // namespace
 
 struct ApiServer::Impl {
-  Impl(ApiOptions opts, GenerationBackend* b)
+  Impl(ApiOptions opts, std::vector<ApiModel> models)
       : options(std::move(opts)),
-        backend(b),
-        renderer(RendererOf(options, b, &renderer_error)),
-        cache(options.prefix_cache,
-              [b](const std::string& session_id) { b->DropSession(session_id); }),
-        models(options.served_model_names, options.accept_any_model, backend->model_id()),
-        completions(*backend, cache, models, renderer, HandlerOptionsOf(options)),
+        lanes(std::move(models), options),
+        completions(lanes, HandlerOptionsOf(options)),
         created(absl::ToUnixSeconds(absl::Now())),
         server(LimitsOf(options)) {}
 
@@ -124,13 +135,12 @@ struct ApiServer::Impl {
   // Host, Origin (and CORS preflight), API key: false when `res` holds the
   // refusal or the preflight's answer.
   bool Admit(const httplib::Request& req, httplib::Response& res) const;
+  // A /v1/models entry: `name`, one of `lane`'s names; "root" is the lane's
+  // primary name, shared by its aliases (the web page's picker lists roots).
+  nlohmann::json ModelJson(const std::string& name, const ModelLane& lane) const;
 
   const ApiOptions options;
-  GenerationBackend* const backend;
-  absl::Status renderer_error;  // --chat-template could not be used
-  const ChatRenderer renderer;
-  PrefixCache cache;
-  const ServedModels models;
+  const ModelLanes lanes;
   CompletionHandler completions;
   const int64_t created;
   std::optional<HostCheck> host_check;  // built at Start (it reads the interfaces)
@@ -191,6 +201,19 @@ bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res)
     return false;
   }
   return true;
+}
+
+nlohmann::json ApiServer::Impl::ModelJson(const std::string& name, const ModelLane& lane) const {
+  nlohmann::json out = {{"id", name},
+                        {"object", "model"},
+                        {"created", created},
+                        {"owned_by", "ringlm"},
+                        {"root", lane.primary()},
+                        {"state", lane.backend.Ready().ok() ? "ready" : "loading"}};
+  if (std::optional<nlohmann::json> plan = PlanOf(lane.backend.TopologyJson())) {
+    out["plan"] = *std::move(plan);
+  }
+  return out;
 }
 
 httplib::Server::HandlerWithContentReader ApiServer::Impl::WithBody(
@@ -263,33 +286,38 @@ void ApiServer::Impl::Route() {
   server.Post("/v1/chat/completions", WithBody(&CompletionHandler::HandleChat));
   server.Post("/v1/completions", WithBody(&CompletionHandler::HandleText));
   server.Post("/v1/responses", WithBody(&CompletionHandler::HandleResponses));
-  auto model_json = [this](const std::string& id) {
-    return nlohmann::json{
-        {"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ringlm"}};
-  };
-  server.Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
+  server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json data = nlohmann::json::array();
-    for (const std::string& id : models.names()) data.push_back(model_json(id));
+    for (const std::unique_ptr<ModelLane>& lane : lanes.lanes()) {
+      nlohmann::json entry = ModelJson(lane->primary(), *lane);  // asks the backend once
+      for (const std::string& name : lane->names) {
+        entry["id"] = name;
+        data.push_back(entry);
+      }
+    }
     res.set_content(DumpJson(nlohmann::json{{"object", "list"}, {"data", data}}),
                     "application/json");
   });
-  server.Get("/v1/models/(.+)", [this, model_json](const httplib::Request& req,
-                                                   httplib::Response& res) {
-    const std::string id = req.matches[1];
-    if (!models.Serves(id)) {
-      return SetErrorResponse(
-          WithOpenAiCode(absl::NotFoundError(absl::StrCat("The model '", id, "' does not exist")),
-                         "model_not_found", "model"),
-          res);
-    }
-    res.set_content(DumpJson(model_json(id)), "application/json");
+  server.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.matches[1];
+    const ModelLane* lane = lanes.Find(name);
+    if (lane == nullptr) return SetErrorResponse(lanes.NotFound(name), res);
+    res.set_content(DumpJson(ModelJson(name, *lane)), "application/json");
   });
-  server.Get("/v1/topology", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(backend->TopologyJson(), "application/json");
+  server.Get("/v1/topology", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.get_param_value("model");
+    const ModelLane* lane = name.empty() ? &lanes.first() : lanes.Find(name);
+    if (lane == nullptr) return SetErrorResponse(lanes.NotFound(name), res);
+    res.set_content(lane->backend.TopologyJson(), "application/json");
   });
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (absl::Status ready = backend->Ready(); !ready.ok()) {
-      return SetErrorResponse(absl::UnavailableError(std::string(ready.message())), res);
+    for (const std::unique_ptr<ModelLane>& lane : lanes.lanes()) {
+      if (absl::Status ready = lane->backend.Ready(); !ready.ok()) {
+        return SetErrorResponse(
+            absl::UnavailableError(
+                absl::StrCat("model '", lane->primary(), "' is not ready: ", ready.message())),
+            res);
+      }
     }
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -304,13 +332,16 @@ void ApiServer::Impl::Route() {
   });
 }
 
+ApiServer::ApiServer(ApiOptions options, std::vector<ApiModel> models)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(models))) {}
+
 ApiServer::ApiServer(ApiOptions options, GenerationBackend* backend)
-    : impl_(std::make_unique<Impl>(std::move(options), backend)) {}
+    : ApiServer(std::move(options), std::vector<ApiModel>{{.backend = backend, .names = {}}}) {}
 
 ApiServer::~ApiServer() { Stop(); }
 
 absl::Status ApiServer::Start() {
-  if (!impl_->renderer_error.ok()) return impl_->renderer_error;
+  if (!impl_->lanes.status().ok()) return impl_->lanes.status();
   if (impl_->started || impl_->thread.joinable()) {
     return absl::FailedPreconditionError("the API server was already started");
   }
@@ -337,10 +368,15 @@ absl::Status ApiServer::Start() {
   for (int i = 0; i < 5000 && !impl_->server.is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  spdlog::info("api: serving {} on http://{}:{} (chat template {}, prefix cache {})",
-               impl_->backend->model_id(), o.host, port, impl_->renderer.Describe(),
+  spdlog::info("api: serving on http://{}:{} (prefix cache {})", o.host, port,
                o.prefix_cache.enabled ? "on" : "off");
-  if (!impl_->renderer.warning().empty()) spdlog::warn("api: {}", impl_->renderer.warning());
+  for (const std::unique_ptr<ModelLane>& lane : impl_->lanes.lanes()) {
+    spdlog::info("api: model {} (as '{}'; chat template {})", lane->backend.model_id(),
+                 absl::StrJoin(lane->names, "', '"), lane->renderer.Describe());
+    if (!lane->renderer.warning().empty()) {
+      spdlog::warn("api: model {}: {}", lane->primary(), lane->renderer.warning());
+    }
+  }
   if (const std::string warning = ExposureWarning(o.host, !o.api_key.empty()); !warning.empty()) {
     spdlog::warn("{}", warning);
   }

@@ -1,10 +1,15 @@
 // The head node's OpenAI-compatible HTTP API.
 //
 // Endpoints:
-//   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (stream or not)
-//   GET  /v1/models, GET /v1/models/{id}
-//   GET  /v1/topology   the backend's TopologyJson(), for the web page
-//   GET  /health        200 {"status":"ok"} when the backend is Ready(), else 503
+//   POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (stream or not),
+//        served by the model the request's `model` names (see ModelLanes)
+//   GET  /v1/models, GET /v1/models/{id}: every name of every model, with its
+//        model's "root" (primary name), "state" ("ready" or "loading") and
+//        "plan" (its stages' layer ranges)
+//   GET  /v1/topology[?model=NAME]   that model's (default: the first's)
+//        TopologyJson(), for the web page
+//   GET  /health        200 {"status":"ok"} when every model's backend is
+//                       Ready(), else 503 naming one that is not
 //   GET  /              the embedded web chat page (404 when not built in)
 // With an api_key, every /v1/ path needs "Authorization: Bearer <key>" (the
 // scheme in any case); /health and / do not. Errors have OpenAI's shape (see
@@ -81,38 +86,52 @@ struct ApiOptions {
   // Chat replies kept as their generated ids (docs/reply-ids.md); no flag.
   ReplyStoreOptions replies;
 
-  // The names requests may give as `model` and /v1/models lists, the first
-  // reported when a request names none; empty = the model's own id. With
-  // accept_any_model, any name is taken (and the first reported).
-  std::vector<std::string> served_model_names;
+  // A request naming no model served gets the first model (reported by its
+  // primary name) instead of 404 model_not_found.
   bool accept_any_model = false;
 
-  // --chat-template: empty = the model's own template (or a built-in format
-  // when the Jinja engine cannot run it). Start fails when what it names
-  // cannot be used.
+  // --chat-template, for every model: empty = each model's own template (or a
+  // built-in format when the Jinja engine cannot run it). Start fails when
+  // what it names cannot be used with some model.
   ChatTemplateChoice chat_template;
+};
+
+// One model the API serves.
+struct ApiModel {
+  GenerationBackend* backend = nullptr;  // not owned; must outlive the server
+  // What requests may give as `model` and /v1/models lists; the first is the
+  // primary, reported when a request names none. Empty = backend->model_id().
+  std::vector<std::string> names;
 };
 
 // Serves the API on its own threads: an accept thread plus one thread per
 // open connection (at most max_connections, joined at Stop). HTTP threads
-// never touch model state: they tokenize, submit to `backend`, and read the
-// results through a GenerationStream whose handle cancels the request when
-// the client goes away.
+// never touch model state: they tokenize, submit to the named model's
+// backend, and read the results through a GenerationStream whose handle
+// cancels the request when the client goes away.
 //
-// `backend` is not owned and must outlive the server. Start and Stop are for
-// one controlling thread; the rest is internal. Start ignores SIGPIPE for the
+// Each model has its own backend, chat renderer, prefix cache and kept reply
+// ids; admission (running slots and the line), large-body turns and every
+// check before them are shared by all. Backends are not owned and must
+// outlive the server. Start and Stop are for one controlling thread; the
+// rest is internal. Start ignores SIGPIPE for the
 // whole process (the HTTP library writes to sockets without MSG_NOSIGNAL, and
 // a client that hangs up must not kill the node).
 class ApiServer {
  public:
+  // Precondition: at least one model (else Start fails).
+  ApiServer(ApiOptions options, std::vector<ApiModel> models);
+  // One model, under its backend's model_id().
   ApiServer(ApiOptions options, GenerationBackend* backend);
   ~ApiServer();  // Stop()s
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
   // Binds options.host:options.port and serves on a thread of its own.
-  // Returns once the server accepts connections. Unavailable when the port
-  // cannot be bound; FailedPrecondition when already started.
+  // Returns once the server accepts connections. InvalidArgument when there
+  // is no model, or two models (or one, twice) claim a name; the
+  // chat_template's error when a model cannot use it; Unavailable when the
+  // port cannot be bound; FailedPrecondition when already started.
   absl::Status Start();
   // The bound port (the chosen one when options.port was 0); 0 before Start.
   uint16_t port() const;

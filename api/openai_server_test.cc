@@ -36,11 +36,14 @@ class ApiServerTest : public ::testing::Test {
     ASSERT_NE(tokenizer_, nullptr);
   }
 
-  void StartServer(ApiOptions options = {}, uint32_t context = 512) {
+  // `names`: the model's served names (empty = its model id).
+  void StartServer(ApiOptions options = {}, uint32_t context = 512,
+                   std::vector<std::string> names = {}) {
     backend_ = std::make_unique<FakeBackend>(*tokenizer_, context);
     options.host = "127.0.0.1";
     options.port = 0;
-    server_ = std::make_unique<ApiServer>(options, backend_.get());
+    server_ = std::make_unique<ApiServer>(
+        options, std::vector<ApiModel>{{.backend = backend_.get(), .names = std::move(names)}});
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_NE(server_->port(), 0);
   }
@@ -581,8 +584,8 @@ TEST_F(ApiServerTest, ClientDisconnectCancelsANonStreamingGeneration) {
 
 TEST_F(ApiServerTest, ServedModelNamesAreAliasesAndAcceptAnyTakesEveryName) {
   ApiOptions options;
-  options.served_model_names = {"llama-local", "gpt-4o-mini"};
-  StartServer(options);
+  const std::vector<std::string> names = {"llama-local", "gpt-4o-mini"};
+  StartServer(options, 512, names);
   Script("Hi");
   auto ask = [&](const std::string& model) {
     return Client()->Post(
@@ -607,7 +610,7 @@ TEST_F(ApiServerTest, ServedModelNamesAreAliasesAndAcceptAnyTakesEveryName) {
 
   server_->Stop();
   options.accept_any_model = true;
-  StartServer(options);
+  StartServer(options, 512, names);
   Script("Hi");
   httplib::Result any = ask("gpt-3.5-turbo");
   ASSERT_TRUE(any);

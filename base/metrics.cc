@@ -366,33 +366,55 @@ absl::Status MetricsRegistry::AddCallback(std::string_view name, std::string_vie
 }
 
 std::string MetricsRegistry::RenderPrometheusText() const {
-  // Collect stable pointers under the lock, then format (and run callbacks)
+  return RenderPrometheusText({{this, {}}});
+}
+
+std::string MetricsRegistry::RenderPrometheusText(const std::vector<Labelled>& registries) {
+  // Collect stable pointers under each lock, then format (and run callbacks)
   // without it: families and series are never removed, and what we read of
-  // them is immutable or atomic.
-  std::vector<std::pair<const Family*, std::vector<const Series*>>> snapshot;
-  {
-    absl::MutexLock lock(&mu_);
-    snapshot.reserve(families_.size());
-    for (const auto& family : families_) {
-      std::vector<const Series*> series;
-      for (const auto& s : family->series) series.push_back(s.get());
-      snapshot.emplace_back(family.get(), std::move(series));
+  // them is immutable or atomic. Families group by name, in first-seen order.
+  struct Part {
+    const Series* series;
+    MetricLabels labels;  // the series' own and the registry's, sorted by key
+  };
+  struct Group {
+    const Family* first;
+    std::vector<Part> parts;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t, std::less<>> group_of;
+  for (const Labelled& r : registries) {
+    absl::MutexLock lock(&r.registry->mu_);
+    for (const auto& family : r.registry->families_) {
+      auto [it, added] = group_of.try_emplace(family->name, groups.size());
+      if (added) groups.push_back({family.get(), {}});
+      Group& group = groups[it->second];
+      if (group.first->kind != family->kind) continue;
+      for (const auto& series : family->series) {
+        MetricLabels labels = series->labels;
+        labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+        std::sort(labels.begin(), labels.end());
+        group.parts.push_back({series.get(), std::move(labels)});
+      }
     }
   }
 
   std::string out;
-  for (const auto& [family, series] : snapshot) {
+  for (const Group& group : groups) {
+    const Family* family = group.first;
     absl::StrAppend(&out, "# HELP ", family->name, " ");
     AppendEscapedHelp(family->help, &out);
     absl::StrAppend(&out, "\n# TYPE ", family->name, " ", KindName(static_cast<int>(family->kind)),
                     "\n");
-    for (const Series* s : series) {
+    for (const Part& part : group.parts) {
+      const Series* s = part.series;
+      const std::string labels = RenderLabels(part.labels);
       if (s->counter != nullptr) {
-        AppendSample(family->name, "", RenderLabels(s->labels), s->counter->Value(), &out);
+        AppendSample(family->name, "", labels, s->counter->Value(), &out);
       } else if (s->gauge != nullptr) {
-        AppendSample(family->name, "", RenderLabels(s->labels), s->gauge->Value(), &out);
+        AppendSample(family->name, "", labels, s->gauge->Value(), &out);
       } else if (s->read) {
-        AppendSample(family->name, "", RenderLabels(s->labels), s->read(), &out);
+        AppendSample(family->name, "", labels, s->read(), &out);
       } else {
         // Read each bucket once; _count is their total, so it always equals
         // the +Inf bucket even while observations race with the render.
@@ -402,10 +424,9 @@ std::string MetricsRegistry::RenderPrometheusText() const {
         for (size_t i = 0; i < counts.size(); ++i) {
           cumulative += counts[i];
           std::string le = i < h.bounds().size() ? FormatValue(h.bounds()[i]) : "+Inf";
-          AppendSample(family->name, "_bucket", RenderLabels(s->labels, &le),
+          AppendSample(family->name, "_bucket", RenderLabels(part.labels, &le),
                        static_cast<double>(cumulative), &out);
         }
-        std::string labels = RenderLabels(s->labels);
         AppendSample(family->name, "_sum", labels, h.Sum(), &out);
         AppendSample(family->name, "_count", labels, static_cast<double>(cumulative), &out);
       }

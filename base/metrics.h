@@ -149,6 +149,17 @@ class MetricsRegistry {
   // samples ending with le="+Inf", then _sum and _count.
   std::string RenderPrometheusText() const;
 
+  // One registry's series, each with `labels` added (e.g. {"model", name}
+  // for each model a daemon serves); none of its series may have those keys.
+  struct Labelled {
+    const MetricsRegistry* registry;
+    MetricLabels labels;
+  };
+  // Several registries as one exposition: a family registered in several
+  // (same name and kind) is one group, with the HELP of its first; a family
+  // whose kind differs from the first of its name is left out.
+  static std::string RenderPrometheusText(const std::vector<Labelled>& registries);
+
  private:
   enum class Kind : int;
   struct Series;

@@ -92,6 +92,33 @@ TEST(MetricsTest, RendersExactText) {
             "ringlm_peers 2\n");
 }
 
+// A daemon serving two models renders their registries as one exposition,
+// each series labelled with its model, a family once.
+TEST(MetricsTest, RendersSeveralRegistriesWithTheirLabels) {
+  MetricsRegistry daemon, small, large;
+  *daemon.AddCounter("ringlm_api_requests_total", "API requests.");
+  (*small.AddCounter("ringlm_requests_total", "Requests.", {{"finish", "stop"}}))->Increment(2);
+  (*large.AddCounter("ringlm_requests_total", "Requests.", {{"finish", "stop"}}))->Increment(5);
+  (*large.AddHistogram("ringlm_forward_seconds", "Forward.", {1}))->Observe(0.5);
+  // Another kind under a taken name is left out, not mixed in.
+  *small.AddGauge("ringlm_forward_seconds", "Forward.");
+
+  const std::string text = MetricsRegistry::RenderPrometheusText(
+      {{&daemon, {}}, {&small, {{"model", "small"}}}, {&large, {{"model", "large"}}}});
+  EXPECT_EQ(text,
+            "# HELP ringlm_api_requests_total API requests.\n"
+            "# TYPE ringlm_api_requests_total counter\n"
+            "ringlm_api_requests_total 0\n"
+            "# HELP ringlm_requests_total Requests.\n"
+            "# TYPE ringlm_requests_total counter\n"
+            "ringlm_requests_total{finish=\"stop\",model=\"small\"} 2\n"
+            "ringlm_requests_total{finish=\"stop\",model=\"large\"} 5\n"
+            "# HELP ringlm_forward_seconds Forward.\n"
+            "# TYPE ringlm_forward_seconds gauge\n"
+            "ringlm_forward_seconds{model=\"small\"} 0\n");
+  EXPECT_TRUE(ParsePrometheusText(text).ok());
+}
+
 TEST(MetricsTest, RenderParseRoundTrip) {
   MetricsRegistry registry;
   Counter* tokens = *registry.AddCounter("tokens_total", "Tokens.", {{"dir", "out"}});

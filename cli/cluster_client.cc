@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "proto/call_metadata.h"
 
 namespace ringlm {
 namespace {
@@ -42,8 +43,9 @@ absl::StatusOr<ClientSecurity> ReadClientSecurity(const ArgParser& p) {
   return security;
 }
 
-ClusterClient::ClusterClient(const std::string& address, const ClientSecurity& security)
-    : address_(address) {
+ClusterClient::ClusterClient(const std::string& address, const ClientSecurity& security,
+                             std::string model)
+    : address_(address), model_(std::move(model)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
@@ -54,13 +56,20 @@ ClusterClient::ClusterClient(const std::string& address, const ClientSecurity& s
   stub_ = v1::RingNode::NewStub(grpc::CreateCustomChannel(address, credentials, args));
 }
 
+std::unique_ptr<grpc::ClientContext> ClusterClient::Context(
+    std::chrono::milliseconds timeout) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!model_.empty()) ctx->AddMetadata(kModelMetadata, model_);
+  return ctx;
+}
+
 absl::StatusOr<v1::TopologyReply> ClusterClient::Topology(std::chrono::milliseconds timeout) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  std::unique_ptr<grpc::ClientContext> ctx = Context(timeout);
   v1::TopologyRequest req;
   req.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   v1::TopologyReply reply;
-  grpc::Status s = stub_->Topology(&ctx, req, &reply);
+  grpc::Status s = stub_->Topology(ctx.get(), req, &reply);
   if (!s.ok()) return FromGrpc(s, address_);
   return reply;
 }
@@ -68,9 +77,9 @@ absl::StatusOr<v1::TopologyReply> ClusterClient::Topology(std::chrono::milliseco
 absl::Status ClusterClient::Generate(
     const v1::GenerateRequest& request, std::chrono::milliseconds timeout,
     const std::function<void(const v1::GenerateEvent&)>& on_event) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader = stub_->Generate(&ctx, request);
+  std::unique_ptr<grpc::ClientContext> ctx = Context(timeout);
+  std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader =
+      stub_->Generate(ctx.get(), request);
   v1::GenerateEvent event;
   absl::Status reported;
   while (reader->Read(&event)) {

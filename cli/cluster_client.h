@@ -28,10 +28,12 @@ void AddClientSecurityFlags(ArgParser& parser);
 // identity; plaintext with --insecure; FailedPrecondition with neither.
 absl::StatusOr<ClientSecurity> ReadClientSecurity(const ArgParser& parser);
 
-// A connection to one node. Every call has a deadline. Not thread-safe.
+// A connection to one node, about one of the models it serves: `model` is
+// a name the node serves it under or its fingerprint; empty = the node's
+// first model. Every call has a deadline. Not thread-safe.
 class ClusterClient {
  public:
-  ClusterClient(const std::string& address, const ClientSecurity& security);
+  ClusterClient(const std::string& address, const ClientSecurity& security, std::string model = "");
 
   absl::StatusOr<v1::TopologyReply> Topology(std::chrono::milliseconds timeout);
 
@@ -43,7 +45,11 @@ class ClusterClient {
   const std::string& address() const { return address_; }
 
  private:
+  // A context with the deadline and the model's metadata.
+  std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds timeout) const;
+
   std::string address_;
+  std::string model_;
   std::unique_ptr<v1::RingNode::Stub> stub_;
 };
 

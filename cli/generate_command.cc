@@ -16,7 +16,9 @@ namespace ringlm {
 namespace {
 
 void AddGenerateOptions(ArgParser& p) {
-  p.AddOption("model", "PATH", "GGUF model file");
+  p.AddOption("model", "PATH",
+              "GGUF model file; with --cluster, the name of a model the cluster serves (default: "
+              "the node's first)");
   p.AddOption("prompt", "TEXT", "prompt text (BOS is added as the model says)", "");
   p.AddOption("n-predict", "N", "tokens to generate", "64");
   p.AddAlias("-n", "n-predict");
@@ -137,7 +139,7 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options, std::o
   std::string text;
   absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
   if (!security.ok()) return Fail(security.status(), err);
-  ClusterClient client(p.GetString("cluster"), *security);
+  ClusterClient client(p.GetString("cluster"), *security, p.GetString("model"));
   const Clock::time_point start = Clock::now();
   Clock::time_point first = start;
   absl::Status st =

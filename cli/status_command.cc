@@ -119,6 +119,8 @@ json Describe(const v1::TopologyReply& view,
   out["idle"] =
       json(std::vector<std::string>(view.idle_node_ids().begin(), view.idle_node_ids().end()));
   if (!view.partition_error().empty()) out["partition_error"] = view.partition_error();
+  out["served_models"] =
+      json(std::vector<std::string>(view.served_models().begin(), view.served_models().end()));
   json nodes = json::array();
   json heads = json::array();
   for (const v1::PeerView& p : view.peers()) {
@@ -181,6 +183,11 @@ void PrintTable(const json& d, std::ostream& out) {
                            d["cluster_id"].get<std::string>().c_str());
   } else {
     out << "security: INSECURE (no cluster key: any host on the network can join)\n";
+  }
+  if (d["served_models"].size() > 1) {
+    std::vector<std::string> names = d["served_models"].get<std::vector<std::string>>();
+    out << absl::StrFormat("models served: %s (this view: one of them; pick with --model)\n",
+                           absl::StrJoin(names, ", "));
   }
   out << absl::StrFormat("model: %s (%s, %d layers, %s)\n", m["file"].get<std::string>().c_str(),
                          m["architecture"].get<std::string>().c_str(), m["n_layers"].get<int>(),
@@ -262,28 +269,33 @@ void PrintTable(const json& d, std::ostream& out) {
 }  // namespace
 
 int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  ArgParser p("ringlm status [--node HOST:PORT] [--json]",
+  ArgParser p("ringlm status [--node HOST:PORT] [--model NAME] [--json]",
               "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
               "GFLOPS, read bandwidth, layer range and the bytes of its layers, state,\n"
               "last-seen time, the drafts its requests had accepted (speculative decoding)\n"
               "and cache use, the model (its experts, if any), and whether layers are placed\n"
               "by speed or by memory.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
+  p.AddOption("model", "NAME",
+              "the model whose ring to show, as the node serves it (default: its first)");
   p.AddFlag("json", "print the same figures as one JSON object");
   AddClientSecurityFlags(p);
   if (int rc = ParseOrExit(p, args, out, err); rc >= 0) return rc;
   absl::StatusOr<ClientSecurity> security = ReadClientSecurity(p);
   if (!security.ok()) return Fail(security.status(), err);
-  ClusterClient client(p.GetString("node"), *security);
+  ClusterClient client(p.GetString("node"), *security, p.GetString("model"));
   absl::StatusOr<v1::TopologyReply> view = client.Topology(kTimeout);
   if (!view.ok()) return Fail(view.status(), err);
+  // The members name the model by its fingerprint.
+  const std::string model = view->model().fingerprint();
   // Each node reports its own state and cache.
   std::map<std::string, absl::StatusOr<v1::TopologyReply>> own;
   for (const v1::PeerView& peer : view->peers()) {
     if (peer.is_self()) {
       own.emplace(peer.node_id(), *view);
     } else {
-      own.emplace(peer.node_id(), ClusterClient(peer.address(), *security).Topology(kTimeout));
+      own.emplace(peer.node_id(),
+                  ClusterClient(peer.address(), *security, model).Topology(kTimeout));
     }
   }
   const json d = Describe(*view, own);

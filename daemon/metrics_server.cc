@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/exclusive_port.h"
 #include "security/bearer_token.h"
+#include "spdlog/spdlog.h"
 
 namespace ringlm {
 namespace {
@@ -17,8 +18,9 @@ constexpr int kListenerThreads = 4;
 
 }  // namespace
 
-MetricsServer::MetricsServer(const MetricsRegistry& registry, std::string bearer_token)
-    : registry_(registry), bearer_token_(std::move(bearer_token)) {}
+MetricsServer::MetricsServer(std::vector<MetricsRegistry::Labelled> registries,
+                             std::string bearer_token)
+    : registries_(std::move(registries)), bearer_token_(std::move(bearer_token)) {}
 
 MetricsServer::~MetricsServer() { Stop(); }
 
@@ -36,7 +38,7 @@ absl::Status MetricsServer::Start(const std::string& host, uint16_t port) {
       res.set_content("a bearer token is required (--metrics-token-file)\n", "text/plain");
       return;
     }
-    res.set_content(registry_.RenderPrometheusText(), kPrometheusContentType);
+    res.set_content(MetricsRegistry::RenderPrometheusText(registries_), kPrometheusContentType);
   });
   BindExclusively(*server_);
   const int bound = port == 0 ? server_->bind_to_any_port(host.c_str())
@@ -57,6 +59,22 @@ absl::Status MetricsServer::Start(const std::string& host, uint16_t port) {
 void MetricsServer::Stop() {
   if (server_ != nullptr) server_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsServer(
+    const MetricsEndpoint& endpoint, std::vector<MetricsRegistry::Labelled> registries,
+    const std::string& advertise_host) {
+  auto server = std::make_unique<MetricsServer>(std::move(registries), endpoint.token);
+  absl::Status s = server->Start(endpoint.host, endpoint.port);
+  if (!s.ok() && endpoint.port_is_default) {
+    spdlog::warn("{}; serving /metrics on a free port instead", std::string(s.message()));
+    s = server->Start(endpoint.host, 0);
+  }
+  if (!s.ok()) return s;
+  const bool any = endpoint.host.empty() || endpoint.host == "0.0.0.0" || endpoint.host == "::";
+  spdlog::info("metrics at http://{}:{}/metrics{}", any ? advertise_host : endpoint.host,
+               server->port(), endpoint.token.empty() ? "" : " (bearer token)");
+  return server;
 }
 
 }  // namespace ringlm

@@ -1,10 +1,12 @@
-// Serves GET /metrics (Prometheus text) for one registry on its own port.
+// Serves GET /metrics (Prometheus text) for a daemon's registries on its
+// own port.
 #ifndef RINGLM_DAEMON_METRICS_SERVER_H_
 #define RINGLM_DAEMON_METRICS_SERVER_H_
 
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -25,8 +27,10 @@ inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 // Purpose: one plain-HTTP listener for GET /metrics. With a bearer token,
 // a request without "Authorization: Bearer <token>" gets 401 (compared in
 // constant time); without one, any client that reaches the port may read.
+// What it serves: the registries as one exposition, each series with its
+// registry's labels (MetricsRegistry::RenderPrometheusText).
 // Ownership: owns its listener and its threads (4 at most: scrapes are rare);
-// the registry must outlive it. Start binds (port 0 = any free port) and
+// the registries must outlive it. Start binds (port 0 = any free port) and
 // returns once serving; Start may be called again after a failed Start.
 // Stop (also run by the destructor) stops and joins.
 // Thread-safety: Start, Stop and port() from one thread; requests are
@@ -35,7 +39,8 @@ inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 class MetricsServer {
  public:
   // `bearer_token` empty = no token needed.
-  explicit MetricsServer(const MetricsRegistry& registry, std::string bearer_token = "");
+  explicit MetricsServer(std::vector<MetricsRegistry::Labelled> registries,
+                         std::string bearer_token = "");
   ~MetricsServer();
 
   absl::Status Start(const std::string& host, uint16_t port);
@@ -43,12 +48,33 @@ class MetricsServer {
   uint16_t port() const { return port_; }
 
  private:
-  const MetricsRegistry& registry_;
+  const std::vector<MetricsRegistry::Labelled> registries_;
   const std::string bearer_token_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   uint16_t port_ = 0;
 };
+
+// Where and how a daemon serves /metrics (ringlmd's --metrics-* flags).
+struct MetricsEndpoint {
+  // Port 0 = any free port.
+  uint16_t port = 0;
+  // Loopback unless asked: plain HTTP, readable by whoever reaches it.
+  std::string host = kDefaultMetricsHost;
+  // When set, /metrics needs "Authorization: Bearer <token>".
+  std::string token;
+  // The port was derived (gRPC port + 1000), not asked for: when something
+  // else holds it, /metrics moves to a free port (with a warning) instead of
+  // the daemon failing to start.
+  bool port_is_default = false;
+};
+
+// A started MetricsServer at `endpoint` over `registries`, its address
+// logged (`advertise_host` standing for a wildcard host); Unavailable when
+// the port cannot be bound.
+absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsServer(
+    const MetricsEndpoint& endpoint, std::vector<MetricsRegistry::Labelled> registries,
+    const std::string& advertise_host);
 
 }  // namespace ringlm
 

@@ -30,11 +30,13 @@ class MetricsServerTest : public ::testing::Test {
     return {res->status, res->body};
   }
 
+  std::vector<MetricsRegistry::Labelled> Registries() { return {{&registry_, {}}}; }
+
   MetricsRegistry registry_;
 };
 
 TEST_F(MetricsServerTest, WithoutATokenAnyLoopbackClientReads) {
-  MetricsServer server(registry_);
+  MetricsServer server(Registries());
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   auto [status, body] = Get(server.port());
   EXPECT_EQ(status, 200);
@@ -42,7 +44,7 @@ TEST_F(MetricsServerTest, WithoutATokenAnyLoopbackClientReads) {
 }
 
 TEST_F(MetricsServerTest, WithATokenOnlyTheRightBearerReads) {
-  MetricsServer server(registry_, "s3cret-token");
+  MetricsServer server(Registries(), "s3cret-token");
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   const uint16_t port = server.port();
   EXPECT_EQ(Get(port).first, 401);
@@ -59,7 +61,7 @@ TEST_F(MetricsServerTest, WithATokenOnlyTheRightBearerReads) {
 }
 
 TEST_F(MetricsServerTest, ABodyIsNotRead) {
-  MetricsServer server(registry_);
+  MetricsServer server(Registries());
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   httplib::Client client("127.0.0.1", server.port());
   client.set_read_timeout(5, 0);
@@ -73,7 +75,7 @@ TEST_F(MetricsServerTest, TheDefaultHostIsLoopback) {
 }
 
 TEST_F(MetricsServerTest, ATakenPortIsAnError) {
-  MetricsServer first(registry_), second(registry_);
+  MetricsServer first(Registries()), second(Registries());
   ASSERT_TRUE(first.Start(kDefaultMetricsHost, 0).ok());
   absl::Status s = second.Start(kDefaultMetricsHost, first.port());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;

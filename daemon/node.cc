@@ -74,6 +74,11 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   }
   RINGLM_ASSIGN_OR_RETURN(node->metrics_, NodeMetrics::Create());
   RINGLM_RETURN_IF_ERROR(node->OpenModel(state_dir));
+  if (node->options_.names.empty()) {
+    node->options_.names.push_back(std::filesystem::path(node->model_->path()).stem().string());
+  }
+  // Peers' daemons hand this ring's calls to their ring of the same model.
+  node->options_.rpc.model_key = node->model_->fingerprint();
   // The machine: memory and compute, the pool, and the turns at the cores.
   const int threads = o.threads > 0 ? o.threads : DefaultThreadCount();
   ProbeOptions probe;
@@ -84,6 +89,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   SpeedSource speed_source = SpeedSource::kNotMeasured;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe, &speed_source));
   node->caps_.placement = o.placement;
+  RINGLM_ASSIGN_OR_RETURN(node->caps_.usable_memory_bytes,
+                          o.memory_part.Of(node->caps_.usable_memory_bytes));
   spdlog::info("measured: {:.1f} GFLOPS, {:.1f} GB/s read{}; placement by {}",
                node->caps_.matmul_gflops, node->caps_.read_gbps,
                speed_source == SpeedSource::kCached
@@ -247,11 +254,11 @@ void Node::MakeRing() {
   range_keeper_ = std::make_unique<LayerRangeKeeper>(std::move(range));
 }
 
-absl::Status Node::Start() {
+absl::Status Node::Start(RingServer* server) {
   const NodeOptions& o = options_;
   const ModelConfig& config = model_->config();
   MakeRing();
-  RINGLM_RETURN_IF_ERROR(StartServer());
+  RINGLM_RETURN_IF_ERROR(Register(server));
 
   // The cluster: who is a member, and the partition of the layers.
   RINGLM_ASSIGN_OR_RETURN(WeightFootprint fp, ComputeFootprint(model_->file(), config));
@@ -274,18 +281,6 @@ absl::Status Node::Start() {
                                               .client = client_.get(),
                                               .generate_slots = generate_slots_.get(),
                                               .origin = origin_.get()}));
-  if (o.metrics_port.has_value()) {
-    metrics_server_ = std::make_unique<MetricsServer>(metrics_->registry, o.metrics_token);
-    absl::Status s = metrics_server_->Start(o.metrics_host, *o.metrics_port);
-    if (!s.ok() && o.metrics_port_is_default) {
-      spdlog::warn("{}; serving /metrics on a free port instead", std::string(s.message()));
-      s = metrics_server_->Start(o.metrics_host, 0);
-    }
-    RINGLM_RETURN_IF_ERROR(s);
-    const bool any = IsAnyAddress(o.metrics_host);
-    spdlog::info("metrics at http://{}:{}/metrics{}", any ? advertise_host_ : o.metrics_host,
-                 metrics_server_->port(), o.metrics_token.empty() ? "" : " (bearer token)");
-  }
   ready_ = true;
 
   if (o.discovery_enabled) {
@@ -309,43 +304,14 @@ absl::Status Node::Start() {
   return absl::OkStatus();
 }
 
-absl::Status Node::StartServer() {
-  const NodeOptions& o = options_;
+absl::Status Node::Register(RingServer* server) {
   service_ = MakeNodeService(ServiceParts());
-  grpc::ServerBuilder builder;
-  int bound_port = 0;
-  const std::string listen = absl::StrCat(o.grpc_host, ":", o.grpc_port);
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  if (identity_) {
-    credentials = ServerCredentials(*identity_);
-    credentials->SetAuthMetadataProcessor(std::make_shared<OutsiderGate>(o.api_key));
-  }
-  builder.AddListeningPort(listen, credentials, &bound_port);
-  builder.SetMaxReceiveMessageSize(o.rpc.max_message_bytes);
-  // Replies may be larger: model chunks and manifests (kMaxModelMessageBytes).
-  builder.SetMaxSendMessageSize(std::max(o.rpc.max_message_bytes, kMaxModelMessageBytes));
-  // What one connection may make this node hold: a bounded number of calls,
-  // and a flow-control window that does not grow towards a peer that sends
-  // messages it will refuse (BDP probing would let it grow to many MiB).
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 64);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  // A connection has this long for its TLS handshake and then its HTTP/2
-  // preface (gRPC closes one whose settings have not come by then); the
-  // default is 2 minutes.
-  builder.AddChannelArgument(
-      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(o.grpc_handshake_timeout).count()));
-  // gRPC binds with SO_REUSEPORT by default: a second daemon on this port
-  // would bind too and take half the calls. A taken port is an error.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr || bound_port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for gRPC on ", listen, " (is the port in use?)"));
-  }
-  grpc_port_ = static_cast<uint16_t>(bound_port);
+  // The fingerprint is how peers name the model (RpcOptions.model_key); the
+  // names are how clients do.
+  RINGLM_RETURN_IF_ERROR(server->Add(model_->fingerprint(), options_.names, service_.get()));
+  server_ = server;
+  grpc_port_ = server->port();
+  const NodeOptions& o = options_;
   if (!o.advertise_host.empty()) {
     advertise_host_ = o.advertise_host;
   } else if (IsAnyAddress(o.grpc_host)) {
@@ -390,17 +356,19 @@ NodeServiceParts Node::ServiceParts() {
   p.is_member = [this](const std::string& id) { return cluster_->IsMember(id); };
   p.cluster = [this] { return cluster_->current(); };
   p.applied_partition = [this] { return cluster_->applied_partition(); };
+  p.served_models = [this] { return server_->ModelNames(); };
   return p;
 }
 
 void Node::Stop() {
   if (stopped_.exchange(true)) return;
-  if (metrics_server_) metrics_server_->Stop();
   if (discovery_) discovery_->Stop();
   if (range_keeper_) range_keeper_->Stop();
   if (cluster_) cluster_->Stop();
   if (origin_) origin_->Stop();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // Calls for this model get NOT_FOUND from now on; the ones running find
+  // the stage stopped.
+  if (server_) server_->Remove(service_.get());
   if (stage_) stage_->Stop();
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -19,12 +20,13 @@
 #include "daemon/cluster_backend.h"
 #include "daemon/layer_range_keeper.h"
 #include "daemon/membership/cluster_view.h"
-#include "daemon/metrics_server.h"
 #include "daemon/model_fetch/model_share.h"
+#include "daemon/model_set.h"
 #include "daemon/node_metrics.h"
 #include "daemon/node_service.h"
 #include "daemon/origin/origin.h"
 #include "daemon/pinned_members.h"
+#include "daemon/ring_server.h"
 #include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/transport.h"
 #include "daemon/stage/stage_runtime.h"
@@ -39,6 +41,14 @@ namespace ringlm {
 
 struct NodeOptions {
   std::string model_path;
+  // Names the API and `ringlm generate --model` know the model by, first
+  // the one responses report; empty = the model file's base name. The
+  // daemon's gRPC server routes calls by these and the fingerprint.
+  std::vector<std::string> names;
+  // The part of this machine's memory (MemAvailable or --memory-mb) this
+  // model's layers may take: the daemon divides its memory among the models
+  // it serves, and announces each model's part to its ring.
+  MemoryPart memory_part;
   // A small model with the same vocabulary whose greedy guesses the last
   // stage checks in each step (speculative decoding); empty = n-gram
   // lookup. Loaded whole on this node, outside --memory-mb.
@@ -66,10 +76,6 @@ struct NodeOptions {
   // Generate calls running at once at most; more get RESOURCE_EXHAUSTED.
   int max_generate_calls = 64;
   std::string grpc_host = "0.0.0.0";  // address the gRPC server binds
-  uint16_t grpc_port = 47801;         // 0 = any free port
-  // A connection to the gRPC port must finish its TLS handshake and send
-  // its HTTP/2 preface within this, or it is closed.
-  std::chrono::milliseconds grpc_handshake_timeout{std::chrono::seconds(5)};
   // Host others should use for this node; empty = the first non-loopback
   // IPv4 address when bound to 0.0.0.0, else grpc_host.
   std::string advertise_host;
@@ -92,47 +98,51 @@ struct NodeOptions {
   bool measure_speed = true;
   // --placement: what this node asks the partition for (capabilities.h).
   Placement placement = Placement::kSpeed;
-  // GET /metrics; port 0 = any free port, nullopt = off.
-  std::optional<uint16_t> metrics_port;
-  // Loopback unless asked: plain HTTP, readable by whoever reaches it.
-  std::string metrics_host = kDefaultMetricsHost;
-  // When set, /metrics needs "Authorization: Bearer <metrics_token>".
-  std::string metrics_token;
-  // The port was derived (gRPC port + 1000), not asked for: when something
-  // else holds it, /metrics moves to a free port (with a warning) instead of
-  // the node failing to start.
-  bool metrics_port_is_default = false;
 };
 
 // Node
 //
-// Purpose: the daemon's composition root. Create makes the parts (the model
-// mapping and what serves it to members, the thread pool, the peer client,
+// Purpose: this machine's member of one model's ring; a daemon serving
+// several models runs one Node per model, each with its own plan, behind
+// one gRPC server (RingServer). Create makes the parts (the model mapping
+// and what serves it to members, the thread pool, the peer client,
 // discovery); Start makes the rest (stage runtime, origin registry, layer
-// range keeper, gRPC service and server, cluster view, gauges, /metrics),
-// hands each part exactly what it uses, and starts them; Stop stops them.
-// Nothing reaches through it: ringlmd's main gets the metrics registry and
-// the parts the HTTP API's backend uses, nothing else.
-// Security: with a cluster key, the gRPC server speaks mutual TLS only,
-// refuses a call from a peer without a certificate when its headers arrive
-// (all but Generate with the API key), and closes a connection whose TLS
-// handshake and HTTP/2 preface take longer than grpc_handshake_timeout;
-// announcements are authenticated, and the transport dials proven members
-// only (docs/security.md, "Listening ports").
-// Ownership: owns every part. Thread-safety: Start once, then Stop once
-// (also run by the destructor); the accessors are thread-safe after Start.
+// range keeper, gRPC service, cluster view, gauges, /metrics), hands each
+// part exactly what it uses, registers the service with the server, and
+// starts them; Stop stops them. Nothing reaches through it: ringlmd's main
+// gets the metrics registry and the parts the HTTP API's backend uses,
+// nothing else.
+// Security: the service admits callers as docs/security.md says (the
+// server refuses a caller without a certificate at its headers, all but
+// Generate with the API key); announcements are authenticated, and the
+// transport dials proven members only (docs/security.md, "Listening ports").
+// Ownership: owns every part; the server is borrowed and must outlive Stop.
+// Thread-safety: Start once, then Stop once (also run by the destructor);
+// the accessors are thread-safe after Start.
 class Node {
  public:
   static absl::StatusOr<std::unique_ptr<Node>> Create(NodeOptions options);
   ~Node();
 
-  // Binds the gRPC server, then starts discovery and the cluster view.
-  absl::Status Start();
+  // Registers this model's service with `server`, then starts discovery
+  // and the cluster view.
+  absl::Status Start(RingServer* server);
   void Stop();
 
-  // The registry of the node's metrics, for what the daemon serves beside
-  // it (the API's admission metrics). Lives as long as the node.
-  MetricsRegistry& metrics_registry() { return metrics_->registry; }
+  // What the daemon's gRPC server needs from each model it hosts: the
+  // cluster identity (nullopt = insecure), and the largest step message of
+  // this model.
+  const std::optional<TlsIdentity>& identity() const { return identity_; }
+  int max_message_bytes() const { return options_.rpc.max_message_bytes; }
+  // The names the model is served under (NodeOptions.names, or its file's
+  // base name), first the one responses report.
+  const std::vector<std::string>& names() const { return options_.names; }
+
+  // The registry of this model's metrics, for the daemon's /metrics. Lives
+  // as long as the node.
+  const MetricsRegistry& metrics_registry() const { return metrics_->registry; }
+  // The host other nodes dial this one at (after Start).
+  const std::string& advertise_host() const { return advertise_host_; }
 
   // What the HTTP API's backend uses of this node; valid after Start, for
   // as long as the node lives.
@@ -160,8 +170,8 @@ class Node {
   // The stage runtime, origin registry and layer range keeper, and the
   // transport between them and the other nodes.
   void MakeRing();
-  // Binds the gRPC server with the service over this node's parts.
-  absl::Status StartServer();
+  // Registers the service over this node's parts with `server`.
+  absl::Status Register(RingServer* server);
   NodeServiceParts ServiceParts();
 
   NodeOptions options_;
@@ -187,9 +197,8 @@ class Node {
   std::unique_ptr<OriginRegistry> origin_;
   std::unique_ptr<LayerRangeKeeper> range_keeper_;
   std::unique_ptr<ClusterView> cluster_;
-  std::unique_ptr<grpc::Service> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<v1::RingNode::CallbackService> service_;
+  RingServer* server_ = nullptr;  // set by Start
   // Written once by Start before ready_ (the port as soon as it is bound:
   // Health reads it before then).
   std::atomic<uint16_t> grpc_port_{0};

@@ -439,6 +439,9 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_state(state);
     reply->set_security(parts_.security_mode);
     reply->set_cluster_id(parts_.cluster_id);
+    if (parts_.served_models) {
+      for (std::string& name : parts_.served_models()) reply->add_served_models(std::move(name));
+    }
     const auto now = std::chrono::steady_clock::now();
     v1::PeerView* self = reply->add_peers();
     self->set_node_id(parts_.node_id);
@@ -489,7 +492,7 @@ class NodeService final : public v1::RingNode::CallbackService {
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeNodeService(NodeServiceParts parts) {
+std::unique_ptr<v1::RingNode::CallbackService> MakeNodeService(NodeServiceParts parts) {
   return std::make_unique<NodeService>(std::move(parts));
 }
 

@@ -20,6 +20,7 @@
 #include "discovery/peer_table.h"
 #include "inference/model.h"
 #include "partition/capabilities.h"
+#include "proto/ringlm.grpc.pb.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -80,12 +81,15 @@ struct NodeServiceParts {
   std::function<bool(const std::string& node_id)> is_member;
   std::function<std::shared_ptr<const ClusterSnapshot>()> cluster;  // Topology
   std::function<std::string()> applied_partition;                   // Health
+  // Every model this node's daemon serves, by first name (Topology); may be
+  // unset (none listed).
+  std::function<std::vector<std::string>()> served_models;
 };
 
 // The service over `parts` (see NodeServiceParts for what must hold). Every
 // method first authenticates its caller and checks the protocol version;
 // the rules per method are in node_service.cc. Thread-safe.
-std::unique_ptr<grpc::Service> MakeNodeService(NodeServiceParts parts);
+std::unique_ptr<v1::RingNode::CallbackService> MakeNodeService(NodeServiceParts parts);
 
 }  // namespace ringlm
 

@@ -3,10 +3,13 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "api/openai_server.h"
@@ -14,6 +17,7 @@
 #include "base/status_macros.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/metrics_server.h"
+#include "daemon/model_set.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
 #include "inference/sampling/speculation.h"
@@ -25,7 +29,15 @@ namespace ringlm {
 namespace {
 
 void AddFlags(ArgParser& p) {
-  p.AddOption("model", "PATH", "GGUF model file (every node of a cluster runs the same one)");
+  p.AddRepeatedOption("model", "[NAME=]PATH",
+                      "GGUF model file (every node of a cluster runs the same ones); NAME= serves "
+                      "it under NAME (default: the file's base name). Repeat to serve several "
+                      "models: each is split over the cluster on its own, and this node's "
+                      "memory is divided among them in proportion to their file sizes (see "
+                      "--model-memory); a request's `model` picks one");
+  p.AddRepeatedOption("model-memory", "NAME=MiB",
+                      "give the model served as NAME exactly this much of this node's memory; "
+                      "the models without one share the rest by file size");
   p.AddFlag("model-from-peers",
             "no model file: learn the model from the cluster and fetch only this node's layers "
             "from members, verified, kept under --state-dir across restarts");
@@ -214,12 +226,6 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
                    .max_queued = static_cast<int>(*queued),
                    .max_wait = absl::Milliseconds(*queue_ms)};
   api.parse_special_in_content = p.GetFlag("parse-special-in-content");
-  for (const std::string& name : p.GetAll("served-model-name")) {
-    if (name.empty() || name.size() > 256) {
-      return absl::InvalidArgumentError("--served-model-name must be 1 to 256 bytes");
-    }
-    api.served_model_names.push_back(name);
-  }
   api.accept_any_model = p.GetFlag("accept-any-model");
   if (p.Has("chat-template")) {
     RINGLM_ASSIGN_OR_RETURN(api.chat_template, ReadChatTemplateFlag(p.GetString("chat-template")));
@@ -229,13 +235,21 @@ absl::StatusOr<std::optional<ApiOptions>> ReadApiFlags(const ArgParser& p) {
   return api;
 }
 
-absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
-  NodeOptions o;
+// What the flags say, besides the models (ModelNodeOptions).
+struct DaemonFlags {
+  NodeOptions node;                        // every model's, but for its file, names and memory
+  RingServerOptions server;                // identity, API key and message size come later
+  std::optional<MetricsEndpoint> metrics;  // nullopt = no /metrics
+};
+
+absl::StatusOr<DaemonFlags> ReadFlags(const ArgParser& p) {
+  DaemonFlags flags;
+  NodeOptions& o = flags.node;
+  uint16_t& grpc_port_flag = flags.server.port;
   o.model_from_peers = p.GetFlag("model-from-peers");
   if (p.Has("model") == o.model_from_peers) {
     return absl::InvalidArgumentError("give either --model PATH or --model-from-peers");
   }
-  o.model_path = p.GetString("model");
   o.draft_model_path = p.GetString("draft-model");
   if (!o.model_from_peers && (p.Has("model-fingerprint") || p.Has("model-cache-gb"))) {
     return absl::InvalidArgumentError(
@@ -280,7 +294,7 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
         recovery_wait.status(), busy_chunk.status(), per_stream.status(), max_drafts.status()}) {
     if (!s.ok()) return s;
   }
-  o.grpc_port = static_cast<uint16_t>(*grpc_port);
+  grpc_port_flag = static_cast<uint16_t>(*grpc_port);
   o.discovery.port = static_cast<uint16_t>(*disc_port);
   o.discovery.announce_interval = std::chrono::milliseconds(*interval);
   o.discovery.peer_expiry = std::chrono::milliseconds(*expiry);
@@ -345,20 +359,101 @@ absl::StatusOr<NodeOptions> ReadFlags(const ArgParser& p) {
     o.context_size = static_cast<uint32_t>(*c);
   }
   o.state_dir = p.GetString("state-dir");
-  o.metrics_host = p.GetString("metrics-host");
+  MetricsEndpoint metrics;
+  metrics.host = p.GetString("metrics-host");
   if (p.Has("metrics-token-file")) {
-    RINGLM_ASSIGN_OR_RETURN(o.metrics_token, ReadBearerTokenFile(p.GetString("metrics-token-file"),
-                                                                 "metrics token file"));
+    RINGLM_ASSIGN_OR_RETURN(metrics.token, ReadBearerTokenFile(p.GetString("metrics-token-file"),
+                                                               "metrics token file"));
   }
   if (p.Has("metrics-port")) {
     auto m = p.GetInt("metrics-port", 0, 65535);
     if (!m.ok()) return m.status();
-    o.metrics_port = static_cast<uint16_t>(*m);
-  } else if (o.grpc_port != 0 && o.grpc_port <= 65535 - 1000) {
-    o.metrics_port = static_cast<uint16_t>(o.grpc_port + 1000);
-    o.metrics_port_is_default = true;
+    metrics.port = static_cast<uint16_t>(*m);
+    flags.metrics = metrics;
+  } else if (grpc_port_flag != 0 && grpc_port_flag <= 65535 - 1000) {
+    metrics.port = static_cast<uint16_t>(grpc_port_flag + 1000);
+    metrics.port_is_default = true;
+    flags.metrics = metrics;
   }
-  return o;
+  flags.server.host = o.grpc_host;
+  return flags;
+}
+
+// --model-memory NAME=MiB: the bytes of memory fixed for each name.
+absl::StatusOr<std::map<std::string, uint64_t>> ReadModelMemoryFlags(const ArgParser& p) {
+  std::map<std::string, uint64_t> fixed;
+  for (const std::string& value : p.GetAll("model-memory")) {
+    const std::vector<std::string> kv = absl::StrSplit(value, absl::MaxSplits('=', 1));
+    uint64_t mib = 0;
+    if (kv.size() != 2 || !absl::SimpleAtoi(kv[1], &mib) || mib == 0 || mib > (uint64_t{1} << 30)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model-memory ", value, ": give NAME=MiB, MiB from 1 to 2^30"));
+    }
+    fixed[kv[0]] = mib << 20;
+  }
+  return fixed;
+}
+
+// One NodeOptions per model: `base` with each --model's file and names, and
+// its part of the memory (by file size). --served-model-name adds names to
+// a lone model.
+absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(const ArgParser& p,
+                                                          const NodeOptions& base) {
+  std::vector<std::string> served;
+  for (const std::string& name : p.GetAll("served-model-name")) {
+    if (name.empty() || name.size() > 256) {
+      return absl::InvalidArgumentError("--served-model-name must be 1 to 256 bytes");
+    }
+    served.push_back(name);
+  }
+  if (base.model_from_peers) {
+    NodeOptions o = base;
+    o.names = served;
+    return std::vector<NodeOptions>{o};
+  }
+  const std::vector<std::string> values = p.GetAll("model");
+  if (values.size() > 1 && !served.empty()) {
+    return absl::InvalidArgumentError(
+        "--served-model-name goes with one --model; name each of several models with "
+        "--model NAME=PATH");
+  }
+  if (values.size() > 1 && !base.draft_model_path.empty()) {
+    return absl::InvalidArgumentError("--draft-model goes with one --model");
+  }
+  RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
+  std::vector<NodeOptions> models;
+  std::vector<uint64_t> sizes;
+  std::vector<std::optional<uint64_t>> fixed_bytes;
+  for (const std::string& value : values) {
+    RINGLM_ASSIGN_OR_RETURN(ModelSpec spec, ParseModelSpec(value));
+    std::error_code error;
+    const uint64_t size = std::filesystem::file_size(spec.path, error);
+    if (error) {
+      return absl::NotFoundError(absl::StrCat("--model ", spec.path, ": ", error.message()));
+    }
+    NodeOptions o = base;
+    o.model_path = spec.path;
+    // The names: NAME=, then --served-model-name's; else the file's base name.
+    if (!spec.name.empty()) o.names.push_back(spec.name);
+    o.names.insert(o.names.end(), served.begin(), served.end());
+    if (o.names.empty()) o.names.push_back(std::filesystem::path(spec.path).stem().string());
+    const std::string& name = o.names.front();
+    if (auto it = fixed.find(name); it != fixed.end()) {
+      fixed_bytes.push_back(it->second);
+      fixed.erase(it);
+    } else {
+      fixed_bytes.push_back(std::nullopt);
+    }
+    models.push_back(std::move(o));
+    sizes.push_back(size);
+  }
+  if (!fixed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no --model serves"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(std::vector<MemoryPart> parts, DivideMemory(sizes, fixed_bytes));
+  for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
+  return models;
 }
 
 int Main(int argc, char** argv) {
@@ -382,9 +477,11 @@ int Main(int argc, char** argv) {
   }
   spdlog::set_level(level);
   const absl::Status kernels = ApplyKernelFlags(p);
-  absl::StatusOr<NodeOptions> options = ReadFlags(p);
+  absl::StatusOr<DaemonFlags> flags = ReadFlags(p);
   absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);
-  for (const absl::Status& s : {kernels, options.status(), api_options.status()}) {
+  absl::StatusOr<std::vector<NodeOptions>> models =
+      flags.ok() ? ModelNodeOptions(p, flags->node) : flags.status();
+  for (const absl::Status& s : {kernels, models.status(), api_options.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());
       return 2;
@@ -398,32 +495,74 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  absl::StatusOr<std::unique_ptr<Node>> node = Node::Create(*options);
-  if (!node.ok()) {
-    std::fprintf(stderr, "ringlmd: %s\n", node.status().ToString().c_str());
+  // One node per model, behind one gRPC server.
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (NodeOptions& o : *models) {
+    absl::StatusOr<std::unique_ptr<Node>> node = Node::Create(std::move(o));
+    if (!node.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", node.status().ToString().c_str());
+      return 1;
+    }
+    nodes.push_back(*std::move(node));
+  }
+  RingServerOptions server_options = flags->server;
+  server_options.identity = nodes.front()->identity();
+  server_options.api_key = flags->node.api_key;
+  server_options.max_message_bytes = 0;
+  for (const auto& node : nodes) {
+    server_options.max_message_bytes =
+        std::max(server_options.max_message_bytes, node->max_message_bytes());
+  }
+  absl::StatusOr<std::unique_ptr<RingServer>> server = RingServer::Start(server_options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", server.status().ToString().c_str());
     return 1;
   }
-  if (absl::Status s = (*node)->Start(); !s.ok()) {
-    std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
-    return 1;
+  for (const auto& node : nodes) {
+    if (absl::Status s = node->Start(server->get()); !s.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
+      return 1;
+    }
   }
-  std::unique_ptr<ClusterBackend> backend;
+  // The daemon's own metrics (the API's admission), then each model's,
+  // labelled with its name when there are several.
+  MetricsRegistry daemon_metrics;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (flags->metrics.has_value()) {
+    std::vector<MetricsRegistry::Labelled> registries = {{&daemon_metrics, {}}};
+    for (const auto& node : nodes) {
+      MetricLabels labels;
+      if (nodes.size() > 1) labels.push_back({"model", node->names().front()});
+      registries.push_back({&node->metrics_registry(), labels});
+    }
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+        StartMetricsServer(*flags->metrics, std::move(registries), nodes.front()->advertise_host());
+    if (!started.ok()) {
+      std::fprintf(stderr, "ringlmd: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    metrics_server = *std::move(started);
+  }
+  std::vector<std::unique_ptr<ClusterBackend>> backends;
   std::unique_ptr<ApiServer> api;
   if (api_options->has_value()) {
-    backend = std::make_unique<ClusterBackend>((*node)->BackendParts());
-    absl::StatusOr<AdmissionMetrics> admission_metrics =
-        RegisterAdmissionMetrics((*node)->metrics_registry());
+    std::vector<ApiModel> api_models;
+    for (const auto& node : nodes) {
+      backends.push_back(std::make_unique<ClusterBackend>(node->BackendParts()));
+      api_models.push_back({.backend = backends.back().get(), .names = node->names()});
+    }
+    absl::StatusOr<AdmissionMetrics> admission_metrics = RegisterAdmissionMetrics(daemon_metrics);
     if (!admission_metrics.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", admission_metrics.status().ToString().c_str());
       return 1;
     }
     (*api_options)->admission.metrics = *admission_metrics;
-    api = std::make_unique<ApiServer>(**api_options, backend.get());
+    api = std::make_unique<ApiServer>(**api_options, std::move(api_models));
     if (absl::Status s = api->Start(); !s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
       return 1;
     }
-    (*node)->SetApiAddress((*api_options)->host, api->port());
+    for (const auto& node : nodes) node->SetApiAddress((*api_options)->host, api->port());
     const std::string host = (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
     spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
                  api->port(), host, api->port());
@@ -431,18 +570,21 @@ int Main(int argc, char** argv) {
   constexpr char kInsecureWarning[] =
       "INSECURE: this node runs without a cluster key; any host on the network can join the "
       "cluster, read prompts and replace replies. Use --cluster-key FILE.";
-  if (options->insecure) spdlog::warn(kInsecureWarning);
+  const bool insecure = flags->node.insecure;
+  if (insecure) spdlog::warn(kInsecureWarning);
   int sig = 0;
   while (true) {
     // Wake once a minute to repeat the insecure warning.
     const timespec minute{60, 0};
     sig = sigtimedwait(&signals, nullptr, &minute);
     if (sig > 0) break;
-    if (options->insecure) spdlog::warn(kInsecureWarning);
+    if (insecure) spdlog::warn(kInsecureWarning);
   }
   spdlog::info("signal {}: stopping", sig);
   if (api) api->Stop();
-  (*node)->Stop();
+  if (metrics_server) metrics_server->Stop();
+  for (const auto& node : nodes) node->Stop();
+  (*server)->Shutdown();
   return 0;
 }
 

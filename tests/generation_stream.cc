@@ -11,10 +11,11 @@ constexpr char kPrompt[] = "Once upon a time, there was a little girl named Lily
 }  // namespace
 
 GenerationStream::GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens,
-                                   std::string prompt)
-    : thread_([this, &cluster, sampling, tokens, prompt = std::move(prompt)] {
-        Run(cluster, sampling, tokens, prompt.empty() ? kPrompt : prompt);
-      }) {}
+                                   std::string prompt, std::string model)
+    : thread_(
+          [this, &cluster, sampling, tokens, prompt = std::move(prompt), model = std::move(model)] {
+            Run(cluster, sampling, tokens, prompt.empty() ? kPrompt : prompt, model);
+          }) {}
 
 GenerationStream::~GenerationStream() {
   if (thread_.joinable()) thread_.join();
@@ -59,7 +60,7 @@ int GenerationStream::tokens() {
 }
 
 void GenerationStream::Run(const LoopbackCluster& cluster, Sampling sampling, int tokens,
-                           const std::string& prompt) {
+                           const std::string& prompt, const std::string& model) {
   v1::GenerateRequest request;
   request.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
   request.set_prompt(prompt);
@@ -68,7 +69,7 @@ void GenerationStream::Run(const LoopbackCluster& cluster, Sampling sampling, in
   request.mutable_sampling()->set_temperature(sampling.temperature);
   request.mutable_sampling()->set_seed(sampling.seed);
   request.set_no_speculation(!sampling.speculate);
-  ClusterClient client(cluster.Address(0), ClientSecurityFor(cluster));
+  ClusterClient client(cluster.Address(0), ClientSecurityFor(cluster), model);
   absl::Status s =
       client.Generate(request, std::chrono::seconds(120), [&](const v1::GenerateEvent& e) {
         absl::MutexLock lock(&mu_);

@@ -24,13 +24,14 @@ struct Sampling {
 };
 
 // Generates `tokens` tokens (past EOS) from `prompt` (a fixed story opening
-// by default) through node 0 of `cluster`, which must outlive it. Finish()
+// by default) through node 0 of `cluster`, which must outlive it, with
+// `model` (a name node 0 serves; empty = its first). Finish()
 // joins; call it before the destructor. Thread-safe.
 class GenerationStream {
  public:
   using Clock = std::chrono::steady_clock;
   GenerationStream(const LoopbackCluster& cluster, Sampling sampling, int tokens,
-                   std::string prompt = "");
+                   std::string prompt = "", std::string model = "");
   ~GenerationStream();
   GenerationStream(const GenerationStream&) = delete;
   GenerationStream& operator=(const GenerationStream&) = delete;
@@ -48,8 +49,8 @@ class GenerationStream {
   int tokens();
 
  private:
-  void Run(const LoopbackCluster& cluster, Sampling sampling, int tokens,
-           const std::string& prompt);
+  void Run(const LoopbackCluster& cluster, Sampling sampling, int tokens, const std::string& prompt,
+           const std::string& model);
 
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

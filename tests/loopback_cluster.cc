@@ -125,16 +125,17 @@ std::vector<int32_t> LoopbackCluster::Greedy(size_t entry, const std::string& pr
   return out["ids"].get<std::vector<int32_t>>();
 }
 
-nlohmann::json LoopbackCluster::Status(size_t i) const {
-  CommandResult r = RunCommand(absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ",
-                                            SecurityArgs(), " 2>/dev/null"),
-                               false);
+nlohmann::json LoopbackCluster::Status(size_t i, const std::string& model) const {
+  CommandResult r = RunCommand(
+      absl::StrCat(RinglmPath(), " status --json --node ", Address(i), " ", SecurityArgs(),
+                   model.empty() ? "" : " --model " + ShellQuote(model), " 2>/dev/null"),
+      false);
   if (r.exit_code != 0) return nullptr;
   return nlohmann::json::parse(r.output, nullptr, false);
 }
 
-bool LoopbackCluster::Formed(size_t i, size_t n) const {
-  nlohmann::json s = Status(i);
+bool LoopbackCluster::Formed(size_t i, size_t n, const std::string& model) const {
+  nlohmann::json s = Status(i, model);
   if (!s.is_object() || s["nodes"].size() != n || s["plan"]["stages"].size() != n) return false;
   // Every stage holds its layers (a node fetching them is not ready yet).
   for (const nlohmann::json& node : s["nodes"]) {
@@ -143,9 +144,9 @@ bool LoopbackCluster::Formed(size_t i, size_t n) const {
   return true;
 }
 
-bool LoopbackCluster::AllFormed() const {
+bool LoopbackCluster::AllFormed(const std::string& model) const {
   for (size_t i = 0; i < ports_.size(); ++i) {
-    if (!Formed(i, ports_.size())) return false;
+    if (!Formed(i, ports_.size(), model)) return false;
   }
   return true;
 }

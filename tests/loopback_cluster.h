@@ -69,12 +69,14 @@ class LoopbackCluster {
   // `extra` flags. Empty, with a test failure, when the command fails.
   std::vector<int32_t> Greedy(size_t entry, const std::string& prompt, int n,
                               const std::string& extra = "") const;
-  // `ringlm status --json` against node i; null when it fails.
-  nlohmann::json Status(size_t i) const;
-  // True when node i sees `n` nodes, all ready, and a plan over all of them.
-  bool Formed(size_t i, size_t n) const;
+  // `ringlm status --json` against node i, about `model` (a name the node
+  // serves; empty = its first); null when it fails.
+  nlohmann::json Status(size_t i, const std::string& model = "") const;
+  // True when node i sees `n` nodes, all ready, and a plan of `model` over
+  // all of them.
+  bool Formed(size_t i, size_t n, const std::string& model = "") const;
   // Every node formed with all of them.
-  bool AllFormed() const;
+  bool AllFormed(const std::string& model = "") const;
   std::string Logs();
 
  private:

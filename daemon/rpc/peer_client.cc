@@ -87,6 +87,7 @@ size_t PeerClient::channels() const {
 void PeerClient::Prepare(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) const {
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   if (!identity_.has_value()) ctx.AddMetadata(kClaimedNodeMetadata, self_id_);
+  if (!options_.model_key.empty()) ctx.AddMetadata(kModelMetadata, options_.model_key);
 }
 
 absl::Status PeerClient::Health(const std::string& address, v1::HealthReply* reply,

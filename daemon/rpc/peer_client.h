@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/call_metadata.h"
 #include "proto/ringlm.grpc.pb.h"
 #include "security/tls_credentials.h"
 
@@ -30,6 +31,10 @@ struct RpcOptions {
   // fetch_min_bytes_per_second of the bytes it asks for.
   std::chrono::milliseconds fetch_timeout{15000};
   uint64_t fetch_min_bytes_per_second = 4 << 20;
+  // Sent with every call as kModelMetadata: a daemon that hosts several
+  // models hands the call to this model's ring (RingServer). Empty = the
+  // peer's first model.
+  std::string model_key;
 };
 
 // The largest model-distribution message (a chunk, or a manifest) either end
