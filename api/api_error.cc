@@ -97,6 +97,11 @@ HttpError ToHttpError(const absl::Status& status) {
       type = "invalid_request_error";
       default_code = "not_found";
       break;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+      http = 409;  // e.g. a model name taken, no memory left for a model
+      type = "invalid_request_error";
+      break;
     case absl::StatusCode::kOutOfRange:
       http = 413;
       type = "invalid_request_error";

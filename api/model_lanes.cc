@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/api_error.h"
@@ -53,48 +52,73 @@ ModelLane::ModelLane(GenerationBackend& b, std::vector<std::string> model_names,
 ModelLanes::ModelLanes(std::vector<ApiModel> models, const ApiOptions& options)
     : accept_any_(options.accept_any_model) {
   if (models.empty()) status_ = absl::InvalidArgumentError("the API was given no model to serve");
-  absl::flat_hash_map<std::string, const ModelLane*> owners;  // name -> the lane serving it
-  for (ApiModel& model : models) {
-    if (model.backend == nullptr) {
-      status_.Update(absl::InvalidArgumentError("a served model has no backend"));
-      continue;
-    }
-    absl::Status renderer_error;
-    auto lane = std::make_unique<ModelLane>(*model.backend, std::move(model.names), options,
-                                            &renderer_error);
-    for (const std::string& name : lane->names) {
-      if (name.empty()) {
-        status_.Update(absl::InvalidArgumentError(
-            absl::StrCat("model '", lane->backend.model_id(), "' has an empty served name")));
-        continue;
-      }
-      auto [at, added] = owners.try_emplace(name, lane.get());
-      if (added) continue;
-      status_.Update(absl::InvalidArgumentError(
-          at->second == lane.get()
-              ? absl::StrCat("the model name '", name, "' is given twice for model '",
-                             lane->backend.model_id(), "' (--served-model-name)")
-              : absl::StrCat("the model name '", name, "' is claimed by model '",
-                             at->second->backend.model_id(), "' and by model '",
-                             lane->backend.model_id(),
-                             "': a name must pick one model (--served-model-name)")));
-    }
-    if (!renderer_error.ok()) {
-      status_.Update(
-          absl::Status(renderer_error.code(),
-                       absl::StrCat("model '", lane->primary(), "': ", renderer_error.message())));
-    }
-    lanes_.push_back(std::move(lane));
-  }
+  for (ApiModel& model : models) status_.Update(Add(std::move(model), options));
 }
 
-ModelLane* ModelLanes::Find(const std::string& name) const {
+absl::StatusOr<std::unique_ptr<ModelLane>> ModelLanes::Build(ApiModel model,
+                                                             const ApiOptions& options) const {
+  if (model.backend == nullptr) return absl::InvalidArgumentError("a served model has no backend");
+  absl::Status renderer_error;
+  auto lane =
+      std::make_unique<ModelLane>(*model.backend, std::move(model.names), options, &renderer_error);
+  std::vector<std::string> seen;
+  for (const std::string& name : lane->names) {
+    if (name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", lane->backend.model_id(), "' has an empty served name"));
+    }
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model name '", name, "' is given twice for model '",
+                       lane->backend.model_id(), "' (--served-model-name)"));
+    }
+    seen.push_back(name);
+    if (const ModelLane* owner = FindLocked(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model name '", name, "' is claimed by model '",
+                       owner->backend.model_id(), "' and by model '", lane->backend.model_id(),
+                       "': a name must pick one model (--served-model-name)"));
+    }
+  }
+  if (!renderer_error.ok()) {
+    return absl::Status(renderer_error.code(),
+                        absl::StrCat("model '", lane->primary(), "': ", renderer_error.message()));
+  }
+  return lane;
+}
+
+absl::Status ModelLanes::Add(ApiModel model, const ApiOptions& options) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<std::unique_ptr<ModelLane>> lane = Build(std::move(model), options);
+  if (!lane.ok()) return lane.status();
+  lanes_.push_back(*std::move(lane));
+  return absl::OkStatus();
+}
+
+ModelLane& ModelLanes::first() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return *lanes_.front();
+}
+
+std::vector<ModelLane*> ModelLanes::lanes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<ModelLane*> out;
+  for (const std::unique_ptr<ModelLane>& lane : lanes_) out.push_back(lane.get());
+  return out;
+}
+
+ModelLane* ModelLanes::FindLocked(const std::string& name) const {
   for (const std::unique_ptr<ModelLane>& lane : lanes_) {
     if (std::find(lane->names.begin(), lane->names.end(), name) != lane->names.end()) {
       return lane.get();
     }
   }
   return nullptr;
+}
+
+ModelLane* ModelLanes::Find(const std::string& name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return FindLocked(name);
 }
 
 absl::StatusOr<ModelLanes::Route> ModelLanes::Resolve(const std::string& requested) const {
@@ -105,7 +129,7 @@ absl::StatusOr<ModelLanes::Route> ModelLanes::Resolve(const std::string& request
 
 absl::Status ModelLanes::NotFound(const std::string& name) const {
   std::vector<std::string> served;
-  for (const std::unique_ptr<ModelLane>& lane : lanes_) {
+  for (const ModelLane* lane : lanes()) {
     served.insert(served.end(), lane->names.begin(), lane->names.end());
   }
   return WithOpenAiCode(

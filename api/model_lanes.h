@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "api/generation_backend.h"
 #include "api/openai_server.h"
 #include "api/prefix_cache.h"
@@ -48,7 +49,8 @@ struct ModelLane {
 //   3. with accept_any_model, any other name does the same;
 //   4. otherwise NotFound with OpenAI's "model_not_found" code, listing
 //      every served name.
-// Immutable after construction (the lanes themselves are thread-safe); the
+// Lanes are added (Add, for a model loaded at run time), never removed, so a
+// lane pointer stays valid as long as the ModelLanes. Thread-safe; the
 // backends must outlive it.
 class ModelLanes {
  public:
@@ -73,14 +75,27 @@ class ModelLanes {
   // NotFound ("model_not_found") for `name`, listing the served names.
   absl::Status NotFound(const std::string& name) const;
 
+  // Adds a lane for `model` after the others, with the rules of the
+  // constructor: InvalidArgument (nothing added) for a missing backend, an
+  // empty name or one already served, or a chat template it cannot use.
+  absl::Status Add(ApiModel model, const ApiOptions& options);
+
   // Precondition: status() is OK (there is a lane).
-  ModelLane& first() const { return *lanes_.front(); }
-  const std::vector<std::unique_ptr<ModelLane>>& lanes() const { return lanes_; }
+  ModelLane& first() const;
+  // The lanes now, in order.
+  std::vector<ModelLane*> lanes() const;
 
  private:
-  std::vector<std::unique_ptr<ModelLane>> lanes_;
+  // `lane` built for `model`, or why it cannot be served beside the lanes
+  // there are (its names checked against theirs and its own).
+  absl::StatusOr<std::unique_ptr<ModelLane>> Build(ApiModel model, const ApiOptions& options) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  ModelLane* FindLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<ModelLane>> lanes_ ABSL_GUARDED_BY(mu_);
   const bool accept_any_;
-  absl::Status status_;
+  absl::Status status_;  // from the constructor only
 };
 
 }  // namespace ringlm

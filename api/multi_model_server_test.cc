@@ -332,5 +332,80 @@ TEST_F(MultiModelServerTest, AChatTemplateAModelCannotUseIsRefusedAtStartNamingT
   EXPECT_NE(started.message().find("model 'alpha'"), std::string::npos) << started;
 }
 
+// POST /v1/admin/models: the loader's model is served from then on; the
+// key, the body and a taken name are checked first, and the loader's error
+// is the answer.
+TEST_F(MultiModelServerTest, ALoadedModelIsServedFromThenOn) {
+  auto gamma = std::make_unique<FakeBackend>(*tokenizer_, 512, "gamma-3b");
+  Reply(*gamma, tokenizer_->Encode("Gamma", false, false));
+  std::vector<ModelLoadRequest> asked;
+  ApiOptions options;
+  options.api_key = "k";
+  options.load_model = [&](const ModelLoadRequest& request) -> absl::StatusOr<ApiModel> {
+    asked.push_back(request);
+    if (request.path != "/models/gamma.gguf") {
+      return absl::NotFoundError(absl::StrCat(request.path, ": no such file"));
+    }
+    return ApiModel{.backend = gamma.get(), .names = {request.name}};
+  };
+  StartServer(options);
+  auto post = [&](const Json& body, const std::string& key) {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(10, 0);
+    httplib::Headers headers;
+    if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+    return client.Post("/v1/admin/models", headers, body.dump(), "application/json");
+  };
+  const Json load = {{"name", "gamma"}, {"path", "/models/gamma.gguf"}, {"memory_mb", 512}};
+  EXPECT_EQ(post(load, "")->status, 401);
+  EXPECT_EQ(post(load, "wrong")->status, 401);
+  EXPECT_EQ(post({{"name", "gamma"}}, "k")->status, 400);
+  EXPECT_EQ(post({{"name", "g"}, {"path", "/p"}, {"colour", 1}}, "k")->status, 400);
+  EXPECT_EQ(post({{"name", "two words"}, {"path", "/p"}}, "k")->status, 400);
+  EXPECT_EQ(post({{"name", "a2"}, {"path", "/models/gamma.gguf"}}, "k")->status, 409);
+  httplib::Result missing = post({{"name", "gamma"}, {"path", "/models/none.gguf"}}, "k");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("/models/none.gguf: no such file"), std::string::npos);
+  EXPECT_EQ(asked.size(), 1u);  // only the well-formed, untaken call reached the loader
+
+  httplib::Result loaded = post(load, "k");
+  ASSERT_EQ(loaded->status, 201) << loaded->body;
+  EXPECT_EQ(Json::parse(loaded->body)["id"], "gamma");
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked.back().memory_bytes, uint64_t{512} << 20);
+
+  httplib::Client client("127.0.0.1", server_->port());
+  httplib::Headers key = {{"Authorization", "Bearer k"}};
+  httplib::Result models = client.Get("/v1/models", key);
+  ASSERT_EQ(models->status, 200) << models->body;
+  const Json listed = Json::parse(models->body);
+  std::vector<std::string> ids;
+  for (const Json& m : listed["data"]) {
+    ids.push_back(m["id"].get<std::string>());
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"alpha", "a2", "beta-1b", "gamma"}));
+  httplib::Result reply = client.Post(
+      "/v1/completions", key, Json{{"model", "gamma"}, {"prompt", "x"}, {"max_tokens", 16}}.dump(),
+      "application/json");
+  ASSERT_EQ(reply->status, 200) << reply->body;
+  EXPECT_EQ(Json::parse(reply->body)["choices"][0]["text"], " Gamma");
+  EXPECT_EQ(gamma->submitted().size(), 1u);
+  EXPECT_EQ(post(load, "k")->status, 409);  // loaded once
+}
+
+// Without an API key configured, nobody may make the daemon load files.
+TEST_F(MultiModelServerTest, LoadingNeedsAnApiKey) {
+  ApiOptions options;
+  options.load_model = [](const ModelLoadRequest&) -> absl::StatusOr<ApiModel> {
+    ADD_FAILURE() << "the loader was called";
+    return absl::InternalError("unreachable");
+  };
+  StartServer(options);
+  httplib::Result r = Post("/v1/admin/models", {{"name", "g"}, {"path", "/models/g.gguf"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("--api-key"), std::string::npos) << r->body;
+}
+
 }  // namespace
 }  // namespace ringlm

@@ -139,8 +139,11 @@ struct ApiServer::Impl {
   // primary name, shared by its aliases (the web page's picker lists roots).
   nlohmann::json ModelJson(const std::string& name, const ModelLane& lane) const;
 
+  // POST /v1/admin/models: loads the model the body names, then serves it.
+  void LoadModel(std::string_view body, httplib::Response& res);
+
   const ApiOptions options;
-  const ModelLanes lanes;
+  ModelLanes lanes;
   CompletionHandler completions;
   const int64_t created;
   std::optional<HostCheck> host_check;  // built at Start (it reads the interfaces)
@@ -201,6 +204,31 @@ bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res)
     return false;
   }
   return true;
+}
+
+void ApiServer::Impl::LoadModel(std::string_view body, httplib::Response& res) {
+  // Admit() checked the key when there is one; without one, anyone who
+  // reaches the port could make the daemon map files.
+  if (options.api_key.empty()) {
+    return SetErrorResponse(absl::PermissionDeniedError(
+                                "Loading models needs an API key: start ringlmd with --api-key"),
+                            res);
+  }
+  absl::StatusOr<ModelLoadRequest> request = ParseModelLoadRequest(body, options.json_limits);
+  if (!request.ok()) return SetErrorResponse(request.status(), res);
+  if (lanes.Find(request->name) != nullptr) {
+    return SetErrorResponse(absl::AlreadyExistsError(
+                                absl::StrCat("a model is already served as '", request->name, "'")),
+                            res);
+  }
+  absl::StatusOr<ApiModel> model = options.load_model(*request);
+  if (!model.ok()) return SetErrorResponse(model.status(), res);
+  if (absl::Status s = lanes.Add(*model, options); !s.ok()) return SetErrorResponse(s, res);
+  const ModelLane* lane = lanes.Find(request->name);
+  spdlog::info("api: loaded model {} (as '{}')", lane->backend.model_id(),
+               absl::StrJoin(lane->names, "', '"));
+  res.status = 201;
+  res.set_content(DumpJson(ModelJson(request->name, *lane)), "application/json");
 }
 
 nlohmann::json ApiServer::Impl::ModelJson(const std::string& name, const ModelLane& lane) const {
@@ -286,9 +314,17 @@ void ApiServer::Impl::Route() {
   server.Post("/v1/chat/completions", WithBody(&CompletionHandler::HandleChat));
   server.Post("/v1/completions", WithBody(&CompletionHandler::HandleText));
   server.Post("/v1/responses", WithBody(&CompletionHandler::HandleResponses));
+  if (options.load_model) {
+    server.Post("/v1/admin/models", [this](const httplib::Request& req, httplib::Response& res,
+                                           const httplib::ContentReader& reader) {
+      absl::StatusOr<std::string> body = ReadBody(req, reader, options.max_body_bytes);
+      if (!body.ok()) return SetErrorResponse(body.status(), res);
+      LoadModel(*body, res);
+    });
+  }
   server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json data = nlohmann::json::array();
-    for (const std::unique_ptr<ModelLane>& lane : lanes.lanes()) {
+    for (const ModelLane* lane : lanes.lanes()) {
       nlohmann::json entry = ModelJson(lane->primary(), *lane);  // asks the backend once
       for (const std::string& name : lane->names) {
         entry["id"] = name;
@@ -311,7 +347,7 @@ void ApiServer::Impl::Route() {
     res.set_content(lane->backend.TopologyJson(), "application/json");
   });
   server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    for (const std::unique_ptr<ModelLane>& lane : lanes.lanes()) {
+    for (const ModelLane* lane : lanes.lanes()) {
       if (absl::Status ready = lane->backend.Ready(); !ready.ok()) {
         return SetErrorResponse(
             absl::UnavailableError(
@@ -370,7 +406,7 @@ absl::Status ApiServer::Start() {
   }
   spdlog::info("api: serving on http://{}:{} (prefix cache {})", o.host, port,
                o.prefix_cache.enabled ? "on" : "off");
-  for (const std::unique_ptr<ModelLane>& lane : impl_->lanes.lanes()) {
+  for (const ModelLane* lane : impl_->lanes.lanes()) {
     spdlog::info("api: model {} (as '{}'; chat template {})", lane->backend.model_id(),
                  absl::StrJoin(lane->names, "', '"), lane->renderer.Describe());
     if (!lane->renderer.warning().empty()) {

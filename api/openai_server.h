@@ -10,6 +10,7 @@
 //        TopologyJson(), for the web page
 //   GET  /health        200 {"status":"ok"} when every model's backend is
 //                       Ready(), else 503 naming one that is not
+//   POST /v1/admin/models   loads a model (ApiOptions.load_model; API key)
 //   GET  /              the embedded web chat page (404 when not built in)
 // With an api_key, every /v1/ path needs "Authorization: Bearer <key>" (the
 // scheme in any case); /health and / do not. Errors have OpenAI's shape (see
@@ -30,6 +31,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,11 +40,20 @@
 #include "api/admission.h"
 #include "api/generation_backend.h"
 #include "api/json_limits.h"
+#include "api/model_admin.h"
 #include "api/prefix_cache.h"
 #include "chat/chat_renderer.h"
 #include "chat/reply_store.h"
 
 namespace ringlm {
+
+// One model the API serves.
+struct ApiModel {
+  GenerationBackend* backend = nullptr;  // not owned; must outlive the server
+  // What requests may give as `model` and /v1/models lists; the first is the
+  // primary, reported when a request names none. Empty = backend->model_id().
+  std::vector<std::string> names;
+};
 
 struct ApiOptions {
   // The address the API binds. Loopback only by default: "0.0.0.0" (every
@@ -94,14 +105,12 @@ struct ApiOptions {
   // built-in format when the Jinja engine cannot run it). Start fails when
   // what it names cannot be used with some model.
   ChatTemplateChoice chat_template;
-};
 
-// One model the API serves.
-struct ApiModel {
-  GenerationBackend* backend = nullptr;  // not owned; must outlive the server
-  // What requests may give as `model` and /v1/models lists; the first is the
-  // primary, reported when a request names none. Empty = backend->model_id().
-  std::vector<std::string> names;
+  // POST /v1/admin/models {"name", "path", "memory_mb"} loads a model while
+  // the server runs: this loads it on the daemon and returns its backend and
+  // names, which the API then serves. Unset = no such route (404). A load
+  // call needs the API key: without one configured, it gets 403.
+  std::function<absl::StatusOr<ApiModel>(const ModelLoadRequest&)> load_model;
 };
 
 // Serves the API on its own threads: an accept thread plus one thread per

@@ -1,5 +1,6 @@
 // `ringlm status`: the cluster as one node sees it, with each node's own
 // state and cache use.
+#include <algorithm>
 #include <ostream>
 
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,16 @@ json Describe(const v1::TopologyReply& view,
     }
     nodes.push_back(n);
   }
+  // Ring order: the plan's stages first to last, then the idle nodes.
+  auto stage_of = [&view](const json& node) {
+    const auto& stages = view.plan().stages();
+    for (int i = 0; i < stages.size(); ++i) {
+      if (stages[i].node_id() == node["node_id"].get<std::string>()) return i;
+    }
+    return stages.size();
+  };
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](const json& a, const json& b) { return stage_of(a) < stage_of(b); });
   out["nodes"] = nodes;
   out["heads"] = heads;
   return out;
@@ -270,11 +281,12 @@ void PrintTable(const json& d, std::ostream& out) {
 
 int RunStatus(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   ArgParser p("ringlm status [--node HOST:PORT] [--model NAME] [--json]",
-              "Shows a running cluster as one node sees it: every node's id, address, memory,\n"
-              "GFLOPS, read bandwidth, layer range and the bytes of its layers, state,\n"
-              "last-seen time, the drafts its requests had accepted (speculative decoding)\n"
-              "and cache use, the model (its experts, if any), and whether layers are placed\n"
-              "by speed or by memory.");
+              "Shows one model's ring as one node sees it: every node in ring order with its\n"
+              "id, address, memory, GFLOPS, read bandwidth, layer range and the bytes of its\n"
+              "layers, state, last-seen time, the drafts its requests had accepted\n"
+              "(speculative decoding) and cache use; the model (its experts, if any), the\n"
+              "other models the node serves, and whether layers are placed by speed or by\n"
+              "memory.");
   p.AddOption("node", "HOST:PORT", "gRPC address of any node", "127.0.0.1:47801");
   p.AddOption("model", "NAME",
               "the model whose ring to show, as the node serves it (default: its first)");

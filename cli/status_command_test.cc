@@ -185,6 +185,28 @@ TEST_F(StatusCommandTest, JsonHasEveryNodeAndTheMetricsFigures) {
   EXPECT_FALSE(b.contains("metrics"));
 }
 
+// Nodes are listed in ring order (the plan's stages, first to last), not as
+// the node that answers lists its peers; and the models its daemon serves.
+TEST_F(StatusCommandTest, NodesComeInRingOrderAndTheServedModelsAreListed) {
+  v1::TopologyReply reply = Reply(kMetrics);
+  reply.mutable_plan()->mutable_stages()->SwapElements(0, 1);
+  reply.add_served_models("stories");
+  reply.add_served_models("large");
+  node_.SetTopology(reply);
+  CommandResult r = RunCommand(RunStatus, {"--insecure", "--node", node_.address(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_EQ(d["nodes"].size(), 2u) << r.out;
+  EXPECT_EQ(d["nodes"][0]["node_id"], "node-b");
+  EXPECT_EQ(d["nodes"][1]["node_id"], "node-a");
+  EXPECT_EQ(d["served_models"], json::parse(R"(["stories", "large"])"));
+  r = RunCommand(RunStatus, {"--insecure", "--node", node_.address()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("models served: stories, large"));
+  const std::string table = r.out.substr(r.out.find("NODE "));
+  EXPECT_LT(table.find("node-b"), table.find("node-a")) << r.out;
+}
+
 TEST_F(StatusCommandTest, JsonListsTheHeadsAndEachNodesApi) {
   node_.SetTopology(Reply(kMetrics));
   CommandResult r = RunCommand(RunStatus, {"--insecure", "--node", node_.address(), "--json"});

@@ -18,9 +18,8 @@ constexpr int kListenerThreads = 4;
 
 }  // namespace
 
-MetricsServer::MetricsServer(std::vector<MetricsRegistry::Labelled> registries,
-                             std::string bearer_token)
-    : registries_(std::move(registries)), bearer_token_(std::move(bearer_token)) {}
+MetricsServer::MetricsServer(std::function<std::string()> render, std::string bearer_token)
+    : render_(std::move(render)), bearer_token_(std::move(bearer_token)) {}
 
 MetricsServer::~MetricsServer() { Stop(); }
 
@@ -38,7 +37,7 @@ absl::Status MetricsServer::Start(const std::string& host, uint16_t port) {
       res.set_content("a bearer token is required (--metrics-token-file)\n", "text/plain");
       return;
     }
-    res.set_content(MetricsRegistry::RenderPrometheusText(registries_), kPrometheusContentType);
+    res.set_content(render_(), kPrometheusContentType);
   });
   BindExclusively(*server_);
   const int bound = port == 0 ? server_->bind_to_any_port(host.c_str())
@@ -62,9 +61,9 @@ void MetricsServer::Stop() {
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsServer(
-    const MetricsEndpoint& endpoint, std::vector<MetricsRegistry::Labelled> registries,
+    const MetricsEndpoint& endpoint, std::function<std::string()> render,
     const std::string& advertise_host) {
-  auto server = std::make_unique<MetricsServer>(std::move(registries), endpoint.token);
+  auto server = std::make_unique<MetricsServer>(std::move(render), endpoint.token);
   absl::Status s = server->Start(endpoint.host, endpoint.port);
   if (!s.ok() && endpoint.port_is_default) {
     spdlog::warn("{}; serving /metrics on a free port instead", std::string(s.message()));

@@ -3,6 +3,7 @@
 #ifndef RINGLM_DAEMON_METRICS_SERVER_H_
 #define RINGLM_DAEMON_METRICS_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,10 +28,10 @@ inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 // Purpose: one plain-HTTP listener for GET /metrics. With a bearer token,
 // a request without "Authorization: Bearer <token>" gets 401 (compared in
 // constant time); without one, any client that reaches the port may read.
-// What it serves: the registries as one exposition, each series with its
-// registry's labels (MetricsRegistry::RenderPrometheusText).
+// What it serves: `render()`'s Prometheus text (the daemon's registries as
+// one exposition: ModelHost::RenderMetrics).
 // Ownership: owns its listener and its threads (4 at most: scrapes are rare);
-// the registries must outlive it. Start binds (port 0 = any free port) and
+// what `render` reads must outlive it. Start binds (port 0 = any free port) and
 // returns once serving; Start may be called again after a failed Start.
 // Stop (also run by the destructor) stops and joins.
 // Thread-safety: Start, Stop and port() from one thread; requests are
@@ -39,8 +40,8 @@ inline constexpr char kDefaultMetricsHost[] = "127.0.0.1";
 class MetricsServer {
  public:
   // `bearer_token` empty = no token needed.
-  explicit MetricsServer(std::vector<MetricsRegistry::Labelled> registries,
-                         std::string bearer_token = "");
+  // `render` is called on the listener's threads, and must be thread-safe.
+  explicit MetricsServer(std::function<std::string()> render, std::string bearer_token = "");
   ~MetricsServer();
 
   absl::Status Start(const std::string& host, uint16_t port);
@@ -48,7 +49,7 @@ class MetricsServer {
   uint16_t port() const { return port_; }
 
  private:
-  const std::vector<MetricsRegistry::Labelled> registries_;
+  const std::function<std::string()> render_;
   const std::string bearer_token_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
@@ -69,11 +70,11 @@ struct MetricsEndpoint {
   bool port_is_default = false;
 };
 
-// A started MetricsServer at `endpoint` over `registries`, its address
+// A started MetricsServer at `endpoint` serving `render()`, its address
 // logged (`advertise_host` standing for a wildcard host); Unavailable when
 // the port cannot be bound.
 absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetricsServer(
-    const MetricsEndpoint& endpoint, std::vector<MetricsRegistry::Labelled> registries,
+    const MetricsEndpoint& endpoint, std::function<std::string()> render,
     const std::string& advertise_host);
 
 }  // namespace ringlm

@@ -30,13 +30,15 @@ class MetricsServerTest : public ::testing::Test {
     return {res->status, res->body};
   }
 
-  std::vector<MetricsRegistry::Labelled> Registries() { return {{&registry_, {}}}; }
+  std::function<std::string()> Render() {
+    return [this] { return registry_.RenderPrometheusText(); };
+  }
 
   MetricsRegistry registry_;
 };
 
 TEST_F(MetricsServerTest, WithoutATokenAnyLoopbackClientReads) {
-  MetricsServer server(Registries());
+  MetricsServer server(Render());
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   auto [status, body] = Get(server.port());
   EXPECT_EQ(status, 200);
@@ -44,7 +46,7 @@ TEST_F(MetricsServerTest, WithoutATokenAnyLoopbackClientReads) {
 }
 
 TEST_F(MetricsServerTest, WithATokenOnlyTheRightBearerReads) {
-  MetricsServer server(Registries(), "s3cret-token");
+  MetricsServer server(Render(), "s3cret-token");
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   const uint16_t port = server.port();
   EXPECT_EQ(Get(port).first, 401);
@@ -61,7 +63,7 @@ TEST_F(MetricsServerTest, WithATokenOnlyTheRightBearerReads) {
 }
 
 TEST_F(MetricsServerTest, ABodyIsNotRead) {
-  MetricsServer server(Registries());
+  MetricsServer server(Render());
   ASSERT_TRUE(server.Start(kDefaultMetricsHost, 0).ok());
   httplib::Client client("127.0.0.1", server.port());
   client.set_read_timeout(5, 0);
@@ -75,7 +77,7 @@ TEST_F(MetricsServerTest, TheDefaultHostIsLoopback) {
 }
 
 TEST_F(MetricsServerTest, ATakenPortIsAnError) {
-  MetricsServer first(Registries()), second(Registries());
+  MetricsServer first(Render()), second(Render());
   ASSERT_TRUE(first.Start(kDefaultMetricsHost, 0).ok());
   absl::Status s = second.Start(kDefaultMetricsHost, first.port());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;

@@ -1,6 +1,7 @@
 #include "daemon/model_set.h"
 
 #include "absl/strings/str_cat.h"
+#include "api/model_admin.h"
 
 namespace ringlm {
 
@@ -13,16 +14,7 @@ absl::StatusOr<ModelSpec> ParseModelSpec(absl::string_view value) {
     spec.path = std::string(value);
     return spec;
   }
-  if (before.empty() || before.size() > 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model ", value, ": a model name must be 1 to 128 characters"));
-  }
-  for (char c : before) {
-    if (c <= ' ' || c > '~') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--model ", value, ": a model name may hold printable characters only, no spaces"));
-    }
-  }
+  if (absl::Status s = CheckModelName(before, absl::StrCat("--model ", value)); !s.ok()) return s;
   spec.name = std::string(before);
   spec.path = std::string(value.substr(eq + 1));
   if (spec.path.empty()) {

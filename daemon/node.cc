@@ -89,8 +89,9 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Create(NodeOptions options) {
   SpeedSource speed_source = SpeedSource::kNotMeasured;
   RINGLM_ASSIGN_OR_RETURN(node->caps_, ProbeDevice(probe, &speed_source));
   node->caps_.placement = o.placement;
+  node->machine_memory_bytes_ = node->caps_.usable_memory_bytes;
   RINGLM_ASSIGN_OR_RETURN(node->caps_.usable_memory_bytes,
-                          o.memory_part.Of(node->caps_.usable_memory_bytes));
+                          o.memory_part.Of(node->machine_memory_bytes_));
   spdlog::info("measured: {:.1f} GFLOPS, {:.1f} GB/s read{}; placement by {}",
                node->caps_.matmul_gflops, node->caps_.read_gbps,
                speed_source == SpeedSource::kCached
@@ -269,6 +270,7 @@ absl::Status Node::Start(RingServer* server) {
   // on every node.
   ModelFootprint footprint{config.n_layer, fp.max_layer_bytes, fp.embedding_bytes, fp.head_bytes,
                            fp.layer_bytes};
+  layer_bytes_ = fp.layer_bytes;
   cluster_ = std::make_unique<ClusterView>(
       o.cluster, NodeDescriptor{node_id_, address(), caps_}, footprint, model_->fingerprint(),
       discovery_.get(), client_.get(),
@@ -382,6 +384,19 @@ ClusterBackendParts Node::BackendParts() {
   p.address = [this] { return address(); };
   p.usable_memory_bytes = caps_.usable_memory_bytes;
   p.security_mode = security_mode();
+  p.layer_bytes = layer_bytes_;  // as the partition charges them (Start)
+  p.own_metrics = [this] { return metrics_->registry.RenderPrometheusText(); };
+  p.own_state = [this] { return range_keeper_->state(); };
+  // Its own client: the page polls peers for their figures with a short
+  // deadline (at most a second), not the control calls' longer one.
+  RpcOptions rpc = options_.rpc;
+  rpc.control_timeout = std::min(rpc.control_timeout, std::chrono::milliseconds(1000));
+  auto client = std::make_shared<PeerClient>(rpc, identity_, node_id_);
+  p.peer_topology = [client](const std::string& address) -> absl::StatusOr<v1::TopologyReply> {
+    v1::TopologyReply reply;
+    RINGLM_RETURN_IF_ERROR(client->Topology(address, &reply));
+    return reply;
+  };
   return p;
 }
 

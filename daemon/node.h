@@ -134,6 +134,10 @@ class Node {
   // this model.
   const std::optional<TlsIdentity>& identity() const { return identity_; }
   int max_message_bytes() const { return options_.rpc.max_message_bytes; }
+  // This machine's memory (MemAvailable at start, or --memory-mb), and the
+  // part of it this model's layers may take.
+  uint64_t machine_memory_bytes() const { return machine_memory_bytes_; }
+  uint64_t memory_bytes() const { return caps_.usable_memory_bytes; }
   // The names the model is served under (NodeOptions.names, or its file's
   // base name), first the one responses report.
   const std::vector<std::string>& names() const { return options_.names; }
@@ -180,7 +184,9 @@ class Node {
   std::optional<TlsIdentity> identity_;  // nullopt = insecure
   std::string cluster_id_;
   std::string announce_mac_key_;
-  DeviceCapabilities caps_;
+  DeviceCapabilities caps_;  // usable_memory_bytes: this model's part
+  uint64_t machine_memory_bytes_ = 0;
+  std::vector<uint64_t> layer_bytes_;  // each layer's weights (set by Start)
   std::unique_ptr<NodeMetrics> metrics_;
   std::shared_ptr<ModelCache> model_cache_;  // with model_from_peers only
   std::unique_ptr<Model> model_;

@@ -95,14 +95,17 @@ class ModelRouter final : public v1::RingNode::CallbackService {
                                         v1::AdoptPrefixReply* reply) override {
     return Unary(ctx, &v1::RingNode::CallbackService::AdoptPrefix, req, reply);
   }
+  // Model distribution names its model in the request too: a node still
+  // learning the model (--model-from-peers) knows it only from there.
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* ctx,
                                      const v1::GetModelRequest* req,
                                      v1::GetModelReply* reply) override {
-    return Unary(ctx, &v1::RingNode::CallbackService::GetModel, req, reply);
+    return Unary(ctx, &v1::RingNode::CallbackService::GetModel, req, reply,
+                 req->model_fingerprint());
   }
   grpc::ServerWriteReactor<v1::TensorChunk>* FetchTensor(
       grpc::CallbackServerContext* ctx, const v1::FetchTensorRequest* req) override {
-    absl::StatusOr<v1::RingNode::CallbackService*> service = Route(*ctx);
+    absl::StatusOr<v1::RingNode::CallbackService*> service = Route(*ctx, req->model_fingerprint());
     if (!service.ok()) return new RefusedStream<v1::TensorChunk>(ToGrpc(service.status()));
     return (*service)->FetchTensor(ctx, req);
   }
@@ -114,12 +117,18 @@ class ModelRouter final : public v1::RingNode::CallbackService {
   }
 
  private:
-  // The service the call names, or NOT_FOUND.
-  absl::StatusOr<v1::RingNode::CallbackService*> Route(const grpc::CallbackServerContext& ctx) {
+  // The service the call names (by its metadata, else by `fallback_key`
+  // when the daemon serves a model under it, else the first), or NOT_FOUND.
+  absl::StatusOr<v1::RingNode::CallbackService*> Route(const grpc::CallbackServerContext& ctx,
+                                                       const std::string& fallback_key = "") {
     const auto& metadata = ctx.client_metadata();
     auto it = metadata.find(kModelMetadata);
     absl::MutexLock lock(&mu_);
     if (it == metadata.end()) {
+      if (auto found = by_key_.find(fallback_key);
+          !fallback_key.empty() && found != by_key_.end()) {
+        return found->second;
+      }
       if (first_ != nullptr) return first_;
       return absl::UnavailableError("this node serves no model yet");
     }
@@ -136,8 +145,8 @@ class ModelRouter final : public v1::RingNode::CallbackService {
       grpc::CallbackServerContext* ctx,
       grpc::ServerUnaryReactor* (v1::RingNode::CallbackService::*method)(
           grpc::CallbackServerContext*, const Request*, Reply*),
-      const Request* request, Reply* reply) {
-    absl::StatusOr<v1::RingNode::CallbackService*> service = Route(*ctx);
+      const Request* request, Reply* reply, const std::string& fallback_key = "") {
+    absl::StatusOr<v1::RingNode::CallbackService*> service = Route(*ctx, fallback_key);
     if (!service.ok()) {
       grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
       reactor->Finish(ToGrpc(service.status()));
@@ -197,6 +206,7 @@ absl::StatusOr<std::unique_ptr<RingServer>> RingServer::Start(const RingServerOp
         absl::StrCat("cannot listen for gRPC on ", listen, " (is the port in use?)"));
   }
   server->port_ = static_cast<uint16_t>(bound_port);
+  server->max_message_bytes_ = o.max_message_bytes;
   return server;
 }
 

@@ -39,8 +39,9 @@ class ModelRouter;
 // model's ring registers its RingNode service under its keys (the model's
 // fingerprint and the names it is served under); a call goes to the service
 // whose key its kModelMetadata names, a call naming none to the first
-// service added, and a call naming a model this daemon does not host gets
-// NOT_FOUND. Each service authenticates its callers itself.
+// service added (GetModel and FetchTensor: to the model their request
+// names, if hosted), and a call naming a model this daemon does not host
+// gets NOT_FOUND. Each service authenticates its callers itself.
 // Security: with an identity, mutual TLS only, and a caller without a
 // certificate is refused at its headers (OutsiderGate) unless it calls
 // Generate with the API key.
@@ -54,6 +55,8 @@ class RingServer {
   ~RingServer();
 
   uint16_t port() const { return port_; }
+  // The largest message a call may bring (RingServerOptions).
+  int max_message_bytes() const { return max_message_bytes_; }
   // Calls naming `fingerprint` or any of `names` go to `service` from now
   // on. AlreadyExists when one is taken (nothing is added then).
   absl::Status Add(const std::string& fingerprint, const std::vector<std::string>& names,
@@ -71,6 +74,7 @@ class RingServer {
   std::unique_ptr<ModelRouter> router_;
   std::unique_ptr<grpc::Server> server_;
   uint16_t port_ = 0;
+  int max_message_bytes_ = 0;
   bool shut_down_ = false;
 };
 

@@ -7,7 +7,8 @@
 namespace ringlm {
 namespace {
 
-// Answers Health with its own name as the node id.
+// Answers Health with its own name as the node id, GetModel with it as the
+// fingerprint.
 class NamedService : public v1::RingNode::CallbackService {
  public:
   explicit NamedService(std::string name) : name_(std::move(name)) {}
@@ -15,6 +16,14 @@ class NamedService : public v1::RingNode::CallbackService {
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx, const v1::HealthRequest*,
                                    v1::HealthReply* reply) override {
     reply->set_node_id(name_);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* ctx, const v1::GetModelRequest*,
+                                     v1::GetModelReply* reply) override {
+    reply->set_model_fingerprint(name_);
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -64,6 +73,24 @@ TEST_F(RingServerTest, CallsGoToTheModelTheyName) {
   EXPECT_EQ(Ask(""), "small");  // none named: the first
   EXPECT_EQ(Ask("other"), "error " + std::to_string(grpc::StatusCode::NOT_FOUND));
   EXPECT_EQ(server_->ModelNames(), (std::vector<std::string>{"small", "large"}));
+}
+
+// A node fetching a model it does not know yet names it only in the request.
+TEST_F(RingServerTest, ModelDistributionWithoutMetadataGoesToTheModelItAsksFor) {
+  ASSERT_TRUE(server_->Add("fp-small", {"small"}, &small_).ok());
+  ASSERT_TRUE(server_->Add("fp-large", {"large"}, &large_).ok());
+  auto get_model = [&](const std::string& fingerprint) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::GetModelRequest request;
+    request.set_model_fingerprint(fingerprint);
+    v1::GetModelReply reply;
+    grpc::Status s = stub_->GetModel(&ctx, request, &reply);
+    return s.ok() ? reply.model_fingerprint() : "error";
+  };
+  EXPECT_EQ(get_model("fp-large"), "large");
+  EXPECT_EQ(get_model("fp-small"), "small");
+  EXPECT_EQ(get_model("fp-other"), "small");  // the first: it refuses another model itself
 }
 
 TEST_F(RingServerTest, ATakenNameIsRefusedWhole) {

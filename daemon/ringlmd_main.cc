@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "daemon/cluster_backend.h"
 #include "daemon/metrics_server.h"
+#include "daemon/model_host.h"
 #include "daemon/model_set.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
@@ -496,76 +497,48 @@ int Main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   // One node per model, behind one gRPC server.
-  std::vector<std::unique_ptr<Node>> nodes;
-  for (NodeOptions& o : *models) {
-    absl::StatusOr<std::unique_ptr<Node>> node = Node::Create(std::move(o));
-    if (!node.ok()) {
-      std::fprintf(stderr, "ringlmd: %s\n", node.status().ToString().c_str());
-      return 1;
-    }
-    nodes.push_back(*std::move(node));
-  }
-  RingServerOptions server_options = flags->server;
-  server_options.identity = nodes.front()->identity();
-  server_options.api_key = flags->node.api_key;
-  server_options.max_message_bytes = 0;
-  for (const auto& node : nodes) {
-    server_options.max_message_bytes =
-        std::max(server_options.max_message_bytes, node->max_message_bytes());
-  }
-  absl::StatusOr<std::unique_ptr<RingServer>> server = RingServer::Start(server_options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "ringlmd: %s\n", server.status().ToString().c_str());
+  absl::StatusOr<std::unique_ptr<ModelHost>> host = ModelHost::Create(flags->node, *models);
+  if (!host.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", host.status().ToString().c_str());
     return 1;
   }
-  for (const auto& node : nodes) {
-    if (absl::Status s = node->Start(server->get()); !s.ok()) {
-      std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
-      return 1;
-    }
+  if (absl::Status s = (*host)->Start(flags->server); !s.ok()) {
+    std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
+    return 1;
   }
-  // The daemon's own metrics (the API's admission), then each model's,
-  // labelled with its name when there are several.
-  MetricsRegistry daemon_metrics;
   std::unique_ptr<MetricsServer> metrics_server;
   if (flags->metrics.has_value()) {
-    std::vector<MetricsRegistry::Labelled> registries = {{&daemon_metrics, {}}};
-    for (const auto& node : nodes) {
-      MetricLabels labels;
-      if (nodes.size() > 1) labels.push_back({"model", node->names().front()});
-      registries.push_back({&node->metrics_registry(), labels});
-    }
-    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
-        StartMetricsServer(*flags->metrics, std::move(registries), nodes.front()->advertise_host());
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started = StartMetricsServer(
+        *flags->metrics, [h = host->get()] { return h->RenderMetrics(); },
+        (*host)->advertise_host());
     if (!started.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", started.status().ToString().c_str());
       return 1;
     }
     metrics_server = *std::move(started);
   }
-  std::vector<std::unique_ptr<ClusterBackend>> backends;
   std::unique_ptr<ApiServer> api;
   if (api_options->has_value()) {
-    std::vector<ApiModel> api_models;
-    for (const auto& node : nodes) {
-      backends.push_back(std::make_unique<ClusterBackend>(node->BackendParts()));
-      api_models.push_back({.backend = backends.back().get(), .names = node->names()});
-    }
-    absl::StatusOr<AdmissionMetrics> admission_metrics = RegisterAdmissionMetrics(daemon_metrics);
+    absl::StatusOr<AdmissionMetrics> admission_metrics =
+        RegisterAdmissionMetrics((*host)->daemon_metrics());
     if (!admission_metrics.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", admission_metrics.status().ToString().c_str());
       return 1;
     }
     (*api_options)->admission.metrics = *admission_metrics;
-    api = std::make_unique<ApiServer>(**api_options, std::move(api_models));
+    (*api_options)->load_model = [h = host->get()](const ModelLoadRequest& request) {
+      return h->Load(request);
+    };
+    api = std::make_unique<ApiServer>(**api_options, (*host)->ApiModels());
     if (absl::Status s = api->Start(); !s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
       return 1;
     }
-    for (const auto& node : nodes) node->SetApiAddress((*api_options)->host, api->port());
-    const std::string host = (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
-    spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", host,
-                 api->port(), host, api->port());
+    (*host)->SetApiAddress((*api_options)->host, api->port());
+    const std::string api_host =
+        (*api_options)->host == "0.0.0.0" ? "127.0.0.1" : (*api_options)->host;
+    spdlog::info("OpenAI-compatible API at http://{}:{}/v1, web chat at http://{}:{}/", api_host,
+                 api->port(), api_host, api->port());
   }
   constexpr char kInsecureWarning[] =
       "INSECURE: this node runs without a cluster key; any host on the network can join the "
@@ -583,8 +556,7 @@ int Main(int argc, char** argv) {
   spdlog::info("signal {}: stopping", sig);
   if (api) api->Stop();
   if (metrics_server) metrics_server->Stop();
-  for (const auto& node : nodes) node->Stop();
-  (*server)->Shutdown();
+  (*host)->Stop();
   return 0;
 }
 

@@ -12,6 +12,11 @@ streams' own decode rates; itl is the time between consecutive tokens of a
 stream, over all streams. Each stream gets a different prompt, so no prefix
 is shared. Loopback or LAN addresses only.
 
+With --models A,B,... the streams go to those models in turn (stream i to
+the i-th modulo their count): on a head serving several models, 8 streams
+with --models a,b against 8 with --models a show what serving two models
+costs (docs/multi-model.md).
+
 With --long-prompt N it measures how a long prefill disturbs running streams:
 for each stream count it starts the streams, and once each has a few tokens
 sends one more request with an N-token prompt (1 token of reply). It prints
@@ -32,7 +37,7 @@ with the streams' time to first token from their arrival, and the p99 time
 between their tokens until the long prompt's first token.
 
   deploy/bench-concurrency.py --server 127.0.0.1:8080 [--streams 1,2,4,8,16] [--max-tokens 48]
-      [--ignore-eos] [--long-prompt 1500 [--long-first]]
+      [--ignore-eos] [--models A,B] [--long-prompt 1500 [--long-first]]
 """
 import argparse
 import statistics
@@ -45,7 +50,7 @@ WORDS = ["river", "mountain", "lantern", "garden", "harbor", "meadow", "castle",
          "desert", "island", "valley", "village", "bridge", "tower", "market", "orchard"]
 
 
-def stream_completion(address, prompt, max_tokens, ignore_eos, out, arrivals=None):
+def stream_completion(address, prompt, max_tokens, ignore_eos, out, arrivals=None, model=None):
     """Appends (arrival times of the token chunks, completion tokens) to out.
     The arrival times go into `arrivals` (a new list unless given), so a
     caller can watch them as they come."""
@@ -53,6 +58,8 @@ def stream_completion(address, prompt, max_tokens, ignore_eos, out, arrivals=Non
               "stream_options": {"include_usage": True}}
     if ignore_eos:  # llama-server's extension; ringlm refuses fields it does not know
         fields["ignore_eos"] = True
+    if model:
+        fields["model"] = model
     arrivals = [] if arrivals is None else arrivals
     usage = None
     for chunk in stream_chunks(address, "/v1/completions", fields, timeout=900):
@@ -154,14 +161,14 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1) + 0.5))]
 
 
-def run(address, streams, max_tokens, ignore_eos, round_index):
+def run(address, streams, max_tokens, ignore_eos, round_index, models):
     results, threads, errors = [], [], []
 
     def worker(i):
         words = " ".join(WORDS[(i * 7 + round_index * 3 + k) % len(WORDS)] for k in range(6))
         try:
             stream_completion(address, f"Once upon a time, by the {words},", max_tokens,
-                              ignore_eos, results)
+                              ignore_eos, results, model=models[i % len(models)])
         except Exception as e:  # reported below, the run is not valid
             errors.append(e)
 
@@ -196,6 +203,9 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--ignore-eos", action="store_true",
                         help="send llama-server's ignore_eos (not for ringlm)")
+    parser.add_argument("--models", default="",
+                        help="comma-separated model names; stream i asks for the i-th in turn "
+                             "(default: the server's first model)")
     parser.add_argument("--long-prompt", type=int, default=0,
                         help="measure the streams while a prompt of this many tokens is prefilled")
     parser.add_argument("--long-first", action="store_true",
@@ -223,7 +233,8 @@ def main():
           f"{'itl_p99_ms':>10} {'ttft_p50_ms':>11}", flush=True)
     for round_index, n in enumerate(int(s) for s in args.streams.split(",")):
         agg, per_stream, p50, p99, ttft = run(args.server, n, args.max_tokens, args.ignore_eos,
-                                              round_index)
+                                              round_index, args.models.split(",") if args.models
+                                              else [None])
         print(f"{n:>7} {agg:>10.1f} {per_stream:>12.1f} {p50:>10.1f} {p99:>10.1f} {ttft:>11.1f}",
               flush=True)
 

@@ -26,7 +26,8 @@ Rules:
    a. No file under `inference/` (tests included) includes anything under
       `chat/`, or any path containing `/synth/` or `jinja/`.
    b. No file includes `daemon/node.h` except the daemon's wiring:
-      `daemon/node.cc` and `daemon/ringlmd_main.cc`. Every other part gets
+      `daemon/node.cc`, `daemon/model_host.{h,cc}` (a Node per model) and
+      `daemon/ringlmd_main.cc`. Every other part gets
       what it uses from Node (NodeServiceParts, ClusterBackendParts), never
       Node itself.
    c. Test files (`*_test.cc`, `*_test_util*`, `test_*.h/.cc`, `*_for_test*`,
@@ -45,7 +46,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SKIP_DIRS = {"node_modules", ".git", "fuzz"}
 TEST_NAME = re.compile(r'(_test\.cc$|_test_util|^test_.*\.(h|cc)$|_for_test|^fake_)')
 NODE_H = "daemon/node.h"
-NODE_WIRING = {"daemon/node.cc", "daemon/ringlmd_main.cc"}
+NODE_WIRING = {"daemon/node.cc", "daemon/model_host.h", "daemon/model_host.cc",
+               "daemon/ringlmd_main.cc"}
 
 
 def source_files(root):

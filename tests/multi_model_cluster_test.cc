@@ -2,7 +2,10 @@
 // each serve stories260K and a synthetic tinyllama-shaped model. Each model
 // gets its own plan over the three nodes within its part of each node's
 // memory, and interleaved requests to both get exactly the ids one process
-// gives for each model alone.
+// gives for each model alone; a model that does not fit says by how much;
+// a model loaded while the others stream disturbs none of them.
+#include <httplib.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,6 +30,19 @@ constexpr int kTokens = 24;
 const std::vector<std::string> kPrompts = {"Once upon a time", "Lily and Tom", "The cat",
                                            "One day"};
 
+// A small synthetic model (about 18 MiB): the one given 1 MiB per node,
+// which cannot fit, and the one loaded while the daemons serve.
+const std::string& TinyModel() {
+  static const std::string* path = [] {
+    auto* p = new std::string(testing::MakeTempDir("ringlm-multi") + "/unfit.gguf");
+    testing::CommandResult synth = testing::RunCommand(
+        absl::StrCat(testing::RinglmPath(), " synth --preset tiny --type f32 --out ", *p), false);
+    EXPECT_EQ(synth.exit_code, 0) << synth.output;
+    return p;
+  }();
+  return *path;
+}
+
 // The synthetic model, written once per test process.
 const std::string& LargeModel() {
   static const std::string* path = [] {
@@ -47,7 +63,10 @@ class MultiModelClusterTest : public ::testing::Test {
     LoopbackCluster::Options options;
     options.model = "stories260K-f32.gguf";
     options.memory_mb = memory_mb;
-    options.extra_args = {"--model", "large=" + LargeModel(), "--ctx-size", "256"};
+    options.extra_args = {"--model",        "large=" + LargeModel(),
+                          "--model",        "unfit=" + TinyModel(),
+                          "--model-memory", "unfit=1",
+                          "--ctx-size",     "256"};
     return options;
   }
 };
@@ -67,7 +86,7 @@ TEST_F(MultiModelClusterTest, InterleavedRequestsToTwoModelsGetEachModelsOwnIds)
       const nlohmann::json status = cluster.Status(n, model);
       ASSERT_TRUE(status.is_object()) << model;
       EXPECT_EQ(status["served_models"],
-                nlohmann::json(std::vector<std::string>{"stories260K-f32", "large"}));
+                nlohmann::json(std::vector<std::string>{"stories260K-f32", "large", "unfit"}));
       for (const nlohmann::json& node : status["nodes"]) {
         if (!node["self"].get<bool>()) continue;
         const uint64_t usable = node["usable_memory_bytes"].get<uint64_t>();
@@ -79,6 +98,7 @@ TEST_F(MultiModelClusterTest, InterleavedRequestsToTwoModelsGetEachModelsOwnIds)
                     node["layers_bytes"].get<uint64_t>() / 1048576.0, usable / 1048576.0);
       }
     }
+    offered += 1 << 20;  // unfit's
     EXPECT_LE(offered, uint64_t(memory_mb[n]) << 20) << "node " << n;
     EXPECT_GE(offered, (uint64_t(memory_mb[n]) << 20) - 2) << "node " << n;  // rounding only
   }
@@ -113,6 +133,17 @@ TEST_F(MultiModelClusterTest, InterleavedRequestsToTwoModelsGetEachModelsOwnIds)
     EXPECT_TRUE(status.ok()) << "request " << i << ": " << status;
     EXPECT_EQ(ids, alone[i]) << "request " << i;
   }
+  // The model that does not fit: its ring says by how many MiB, and so does
+  // a request for it; the others keep serving.
+  const nlohmann::json unfit = cluster.Status(0, "unfit");
+  ASSERT_TRUE(unfit.is_object());
+  EXPECT_NE(unfit.value("partition_error", "").find("MiB short"), std::string::npos) << unfit;
+  testing::CommandResult refused = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " generate --cluster ", cluster.Address(0),
+                   " --prompt hi -n 2 --model unfit ", cluster.SecurityArgs(), " 2>&1"),
+      false);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("MiB short"), std::string::npos) << refused.output;
   // `ringlm generate --model NAME` reaches the model by name; an unknown
   // name is refused.
   EXPECT_EQ(cluster.Greedy(1, kPrompts[0], kTokens, "--model large"), alone[1]);
@@ -123,6 +154,96 @@ TEST_F(MultiModelClusterTest, InterleavedRequestsToTwoModelsGetEachModelsOwnIds)
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.output.find("does not serve the model 'nope'"), std::string::npos)
       << unknown.output;
+}
+
+// POST /v1/admin/models on node `i`'s API, with `key` ("" = none): the
+// status and the body.
+std::pair<int, std::string> LoadModel(const LoopbackCluster& cluster, size_t i,
+                                      const nlohmann::json& body, const std::string& key) {
+  httplib::Client client("127.0.0.1", cluster.api_port(i));
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(60, 0);
+  httplib::Headers headers;
+  if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+  auto res = client.Post("/v1/admin/models", headers, body.dump(), "application/json");
+  if (!res) return {-1, "no answer"};
+  return {res->status, res->body};
+}
+
+// A model loaded while four streams run to the other two: none of them is
+// disturbed (each ends with its ids alone), the new one serves once every
+// node has loaded it, and bad load calls get clear errors.
+TEST_F(MultiModelClusterTest, AModelLoadedWhileOthersStreamServesAndDisturbsNone) {
+  constexpr char kKey[] = "admin-key-for-tests";
+  LoopbackCluster::Options options;
+  options.model = "stories260K-f32.gguf";
+  options.api = true;
+  options.api_nodes = {1, 2};
+  // Parts fixed at start leave memory free for the model loaded later.
+  options.extra_args = {"--model",        "large=" + LargeModel(),
+                        "--model-memory", "stories260K-f32=16",
+                        "--model-memory", "large=1500",
+                        "--api-key",      kKey,
+                        "--ctx-size",     "256"};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return cluster.AllFormed("stories260K-f32") && cluster.AllFormed("large"); }, 60s))
+      << cluster.Logs();
+
+  auto stream = [&](size_t i) {
+    return std::make_unique<GenerationStream>(cluster, Sampling{}, 48, kPrompts[i % 4],
+                                              i % 2 == 0 ? "stories260K-f32" : "large");
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (size_t i = 0; i < 4; ++i) {
+    auto [ids, status] = stream(i)->Finish();
+    ASSERT_TRUE(status.ok()) << status;
+    alone.push_back(ids);
+  }
+
+  // Refused: no key, a file that is not there, a file that is no GGUF, a
+  // taken name, more memory than is left.
+  const std::string not_gguf = cluster.dir() + "/not.gguf";
+  ASSERT_TRUE(testing::RunCommand("echo not a model > " + not_gguf, false).exit_code == 0);
+  auto [no_key, no_key_body] =
+      LoadModel(cluster, 0, {{"name", "third"}, {"path", TinyModel()}}, "");
+  EXPECT_EQ(no_key, 401) << no_key_body;
+  auto [missing, missing_body] =
+      LoadModel(cluster, 0, {{"name", "third"}, {"path", "/nonexistent/x.gguf"}}, kKey);
+  EXPECT_GE(missing, 400) << missing_body;
+  EXPECT_NE(missing_body.find("/nonexistent/x.gguf"), std::string::npos) << missing_body;
+  auto [bad, bad_body] = LoadModel(cluster, 0, {{"name", "third"}, {"path", not_gguf}}, kKey);
+  EXPECT_GE(bad, 400) << bad_body;
+  EXPECT_LT(bad, 500) << bad_body;
+  auto [taken, taken_body] =
+      LoadModel(cluster, 0, {{"name", "large"}, {"path", TinyModel()}}, kKey);
+  EXPECT_EQ(taken, 409) << taken_body;
+  auto [greedy, greedy_body] = LoadModel(
+      cluster, 1, {{"name", "third"}, {"path", TinyModel()}, {"memory_mb", 100000}}, kKey);
+  EXPECT_EQ(greedy, 409) << greedy_body;
+  EXPECT_NE(greedy_body.find("MiB left"), std::string::npos) << greedy_body;
+
+  // Four streams run while every node loads the third model.
+  std::vector<std::unique_ptr<GenerationStream>> running;
+  for (size_t i = 0; i < 4; ++i) running.push_back(stream(i));
+  for (auto& s : running) s->WaitFor(2);
+  for (size_t n = 0; n < cluster.size(); ++n) {
+    auto [code, body] =
+        LoadModel(cluster, n, {{"name", "third"}, {"path", TinyModel()}, {"memory_mb", 200}}, kKey);
+    EXPECT_EQ(code, 201) << "node " << n << ": " << body;
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    auto [ids, status] = running[i]->Finish();
+    EXPECT_TRUE(status.ok()) << "stream " << i << ": " << status;
+    EXPECT_EQ(ids, alone[i]) << "stream " << i;
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed("third"); }, 60s)) << cluster.Logs();
+  EXPECT_EQ(cluster.Greedy(0, kPrompts[0], kTokens, "--model third"),
+            testing::LocalGreedy(TinyModel(), kPrompts[0], kTokens));
+  // The others still serve as before.
+  auto [after, status] = stream(1)->Finish();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(after, alone[1]);
 }
 
 }  // namespace

@@ -3,10 +3,16 @@
 //
 //   BASE_URL=http://127.0.0.1:8080 node api/web/web_chat_test.mjs
 //
+// Then checks the ring panel: a card per node, the stages first in ring order
+// with their layer ranges, memory bars, and live figures (tokens/s, forward
+// ms) once the page has polled twice.
+//
 // Env: BASE_URL (required), API_KEY (optional; typed into the page's key
 // field), CHROMIUM (default /usr/bin/chromium), SCREENSHOT (optional path of
 // a PNG taken at the end), TIMEOUT_MS (per reply, default 120000), MAX_TOKENS
-// (typed into the page's max tokens field, default 32).
+// (typed into the page's max tokens field, default 32), RING (optional: the
+// expected stages in ring order, "node_id:first:last,..." with last
+// excluded), NODES (optional: how many nodes the panel must show).
 // Needs `npm ci` in api/web/ (playwright-core) and Debian's chromium.
 // Exits 0 on success, 1 with a message on failure.
 import { chromium } from 'playwright-core';
@@ -81,12 +87,79 @@ async function run(browser) {
     fail('topology panel stayed empty');
   }
   const topology = (await page.textContent('#topology')).trim();
-  if (/topology unavailable/.test(topology)) fail(`topology panel: ${topology}`);
+  if (/unavailable/.test(topology)) fail(`topology panel: ${topology}`);
+  const ring = await checkRing(page);
   if (pageErrors.length) fail(`page errors: ${pageErrors.join('; ')}`);
 
-  if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+  if (process.env.SCREENSHOT) {
+    // Tall enough that the ring panel (which scrolls on its own) shows whole.
+    await page.setViewportSize({ width: 1200, height: 1500 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+  }
   console.log(`web_chat_test: OK (reply lengths ${texts.map((t) => t.length).join(', ')}; ` +
               `second reply cached ${cached} tokens)`);
+  for (const line of ring) console.log('  ring: ' + line);
+}
+
+// What the ring panel shows, card by card.
+function readCards() {
+  return [...document.querySelectorAll('#topology .ring-node')].map((c) => ({
+    id: c.dataset.nodeId,
+    position: c.dataset.position ?? null,
+    layers: c.querySelector('.layers')?.textContent.trim() ?? '',
+    offered: c.querySelector('.mem-offered .bar-value')?.textContent.trim() ?? '',
+    used: c.querySelector('.mem-used .bar-value')?.textContent.trim() ?? '',
+    tps: c.querySelector('.tps b')?.textContent.trim() ?? '',
+    fwd: c.querySelector('.fwd b')?.textContent.trim() ?? '',
+    health: c.querySelector('.health')?.textContent.trim() ?? '',
+    dots: document.querySelectorAll('#topology svg.ring-svg .ring-dot').length,
+  }));
+}
+
+// Waits for the ring panel's live figures, then checks it against RING and
+// NODES; returns one line per card.
+async function checkRing(page) {
+  const expected = (process.env.RING || '').split(',').filter(Boolean).map((s) => {
+    const [id, first, last] = s.split(':');
+    return { id, first: Number(first), last: Number(last) };
+  });
+  const nodes = Number(process.env.NODES || 0);
+  // Figures are numbers once every stage ran a batch and the page polled twice.
+  try {
+    await page.waitForFunction((want) => {
+      const cards = [...document.querySelectorAll('#topology .ring-node')];
+      const stages = cards.filter((c) => c.dataset.position !== undefined);
+      return cards.length >= Math.max(want, 1) && stages.length > 0 && stages.every((c) =>
+        /^[0-9.]+$/.test(c.querySelector('.tps b')?.textContent ?? '') &&
+        /^[0-9.]+$/.test(c.querySelector('.fwd b')?.textContent ?? ''));
+    }, nodes, { timeout: 20000 });
+  } catch {
+    fail(`the ring panel's figures did not fill: ${JSON.stringify(await page.evaluate(readCards))}`);
+  }
+  const cards = await page.evaluate(readCards);
+  const lines = cards.map((c) => `${c.position ?? 'idle'} ${c.id}: ${c.layers}; offered ${c.offered}, ` +
+                                 `used ${c.used}; ${c.tps} tokens/s, ${c.fwd} ms; ${c.health}`);
+  if (nodes && cards.length !== nodes) fail(`ring panel shows ${cards.length} nodes, expected ${nodes}: ${lines}`);
+  const stages = cards.filter((c) => c.position !== null);
+  if (stages.length && stages[0].dots !== stages.length) fail(`ring picture has ${stages[0].dots} dots for ${stages.length} stages`);
+  for (let i = 0; i < stages.length; ++i) {
+    const c = stages[i];
+    if (c.position !== String(i)) fail(`card ${i} has position ${c.position}`);
+    if (!/^layers? \d+/.test(c.layers) || !/ of \d+$/.test(c.layers)) fail(`card ${c.id} layers "${c.layers}"`);
+    if (!/[KMG]iB$/.test(c.offered) || !/[KMG]iB$/.test(c.used)) fail(`card ${c.id} memory "${c.offered}", "${c.used}"`);
+    if (c.health !== 'healthy') fail(`card ${c.id} health "${c.health}"`);
+  }
+  if (expected.length) {
+    if (stages.length !== expected.length) fail(`ring panel shows ${stages.length} stages, expected ${expected.length}: ${lines}`);
+    expected.forEach((e, i) => {
+      const c = stages[i];
+      if (c.id !== e.id) fail(`stage ${i} is ${c.id}, expected ${e.id}: ${lines}`);
+      const want = e.last - e.first === 1 ? `layer ${e.first} of ` : `layers ${e.first}–${e.last - 1} of `;
+      if (!c.layers.startsWith(want)) fail(`stage ${i} (${c.id}) shows "${c.layers}", expected "${want}…"`);
+    });
+  }
+  return lines;
 }
 
 async function main() {

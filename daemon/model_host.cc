@@ -1,0 +1,152 @@
+#include "daemon/model_host.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace ringlm {
+
+absl::StatusOr<std::unique_ptr<ModelHost>> ModelHost::Create(NodeOptions base,
+                                                             std::vector<NodeOptions> models) {
+  if (models.empty()) return absl::InvalidArgumentError("no model to serve");
+  std::unique_ptr<ModelHost> host(new ModelHost(std::move(base)));
+  absl::MutexLock lock(&host->mu_);
+  for (NodeOptions& o : models) {
+    RINGLM_ASSIGN_OR_RETURN(std::unique_ptr<Node> node, Node::Create(std::move(o)));
+    host->models_.push_back({std::move(node), nullptr});
+  }
+  return host;
+}
+
+ModelHost::~ModelHost() { Stop(); }
+
+absl::Status ModelHost::Start(RingServerOptions options) {
+  absl::MutexLock lock(&mu_);
+  const Node& first = *models_.front().node;
+  options.identity = first.identity();
+  options.api_key = base_.api_key;
+  options.max_message_bytes = 0;
+  for (const Served& served : models_) {
+    options.max_message_bytes =
+        std::max(options.max_message_bytes, served.node->max_message_bytes());
+  }
+  RINGLM_ASSIGN_OR_RETURN(server_, RingServer::Start(options));
+  for (Served& served : models_) RINGLM_RETURN_IF_ERROR(StartModel(served));
+  return absl::OkStatus();
+}
+
+absl::Status ModelHost::StartModel(Served& served) {
+  RINGLM_RETURN_IF_ERROR(served.node->Start(server_.get()));
+  served.backend = std::make_unique<ClusterBackend>(served.node->BackendParts());
+  if (api_port_ != 0) served.node->SetApiAddress(api_host_, api_port_);
+  return absl::OkStatus();
+}
+
+void ModelHost::Stop() {
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  for (Served& served : models_) served.node->Stop();
+  if (server_) server_->Shutdown();
+}
+
+std::vector<ApiModel> ModelHost::ApiModels() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ApiModel> out;
+  for (const Served& served : models_) {
+    out.push_back({.backend = served.backend.get(), .names = served.node->names()});
+  }
+  return out;
+}
+
+uint64_t ModelHost::HeldBytes() const {
+  uint64_t held = 0;
+  for (const Served& served : models_) held += served.node->memory_bytes();
+  return held;
+}
+
+absl::StatusOr<ApiModel> ModelHost::Load(const ModelLoadRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (stopped_ || server_ == nullptr) return absl::UnavailableError("the daemon is stopping");
+  for (const Served& served : models_) {
+    const std::vector<std::string>& names = served.node->names();
+    if (std::find(names.begin(), names.end(), request.name) != names.end()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("a model is already served as '", request.name, "'"));
+    }
+  }
+  // The memory the other models leave on this node.
+  const uint64_t machine = models_.front().node->machine_memory_bytes();
+  const uint64_t held = HeldBytes();
+  const uint64_t free = machine > held ? machine - held : 0;
+  const uint64_t want = request.memory_bytes > 0 ? request.memory_bytes : free;
+  if (want == 0 || want > free) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this node has ", free >> 20, " MiB left of its ", machine >> 20, " MiB (the ",
+        models_.size(), " model(s) it serves hold the rest)",
+        request.memory_bytes > 0 ? absl::StrCat("; ", request.memory_bytes >> 20, " MiB asked")
+                                 : "",
+        ". Start the daemon with --model-memory for its models to keep memory free for loading "
+        "more"));
+  }
+  NodeOptions o = base_;
+  o.model_path = request.path;
+  o.names = {request.name};
+  o.memory_part = MemoryPart{.fixed_bytes = want, .reserved_bytes = want};
+  o.memory_bytes = machine;  // measured once, at start
+  spdlog::info("loading model {} from {} with {} MiB of this node's memory", request.name,
+               request.path, want >> 20);
+  absl::StatusOr<std::unique_ptr<Node>> created = Node::Create(std::move(o));
+  if (!created.ok()) {
+    // A file that is not a model this daemon can load is the caller's error.
+    const absl::StatusCode code = created.status().code();
+    if (code == absl::StatusCode::kDataLoss || code == absl::StatusCode::kUnimplemented ||
+        code == absl::StatusCode::kOutOfRange) {
+      return absl::InvalidArgumentError(created.status().message());
+    }
+    return created.status();
+  }
+  std::unique_ptr<Node> node = *std::move(created);
+  if (node->max_message_bytes() > server_->max_message_bytes()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", request.name, "' sends steps of up to ", node->max_message_bytes() >> 20,
+        " MiB, more than this daemon's gRPC server accepts (", server_->max_message_bytes() >> 20,
+        " MiB, fixed at start by its models): restart the daemon with it among --model"));
+  }
+  models_.push_back({std::move(node), nullptr});
+  if (absl::Status s = StartModel(models_.back()); !s.ok()) {
+    models_.back().node->Stop();  // takes its service off the server too
+    models_.pop_back();
+    return s;
+  }
+  const Served& served = models_.back();
+  return ApiModel{.backend = served.backend.get(), .names = served.node->names()};
+}
+
+std::string ModelHost::RenderMetrics() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<MetricsRegistry::Labelled> registries = {{&daemon_metrics_, {}}};
+  for (const Served& served : models_) {
+    MetricLabels labels;
+    if (models_.size() > 1) labels.push_back({"model", served.node->names().front()});
+    registries.push_back({&served.node->metrics_registry(), labels});
+  }
+  return MetricsRegistry::RenderPrometheusText(registries);
+}
+
+std::string ModelHost::advertise_host() const {
+  absl::MutexLock lock(&mu_);
+  return models_.front().node->advertise_host();
+}
+
+void ModelHost::SetApiAddress(const std::string& host, uint16_t port) {
+  absl::MutexLock lock(&mu_);
+  api_host_ = host;
+  api_port_ = port;
+  for (Served& served : models_) served.node->SetApiAddress(host, port);
+}
+
+}  // namespace ringlm
