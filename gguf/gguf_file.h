@@ -150,6 +150,10 @@ class GgufFile {
   uint64_t file_size() const { return size_; }
   // Absolute byte offset of the data section (tensor offsets are relative to it).
   uint64_t data_offset() const { return data_offset_; }
+  // The bytes before the data section: header, metadata, tensor table.
+  std::string_view header_bytes() const {
+    return {reinterpret_cast<const char*>(bytes_), static_cast<size_t>(data_offset_)};
+  }
 
   // All key/value pairs, in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }

@@ -30,14 +30,13 @@ class Fnv64 {
 };
 
 std::string Fingerprint(const GgufFile& file, const ModelConfig& config) {
+  // The size and the whole header (metadata and tensor table): what a node
+  // holding only some tensors has too. Two quantizations of one model
+  // differ in their tensor tables; two fine-tunes of one base in their
+  // metadata (general.name and the like).
   Fnv64 h;
   h.Add(file.file_size());
-  for (const GgufTensorInfo& t : file.tensors()) {
-    h.Add(t.name);
-    h.Add(static_cast<uint64_t>(t.type));
-    h.Add(t.offset);
-    for (uint64_t d : t.dims) h.Add(d);
-  }
+  h.Add(file.header_bytes());
   return absl::StrFormat("%s-%dL-%016x", config.architecture, config.n_layer, h.value());
 }
 

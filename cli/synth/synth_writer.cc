@@ -118,12 +118,16 @@ void SetSynthVocabulary(uint32_t n_vocab, const std::string& architecture, GgufW
 }
 
 // The metadata of the model, in the order llama.cpp's converter writes it.
-void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWriter& w) {
+void SetMetadata(const SynthPlan& plan, uint64_t seed, const SynthTokenizer* tokenizer,
+                 GgufWriter& w) {
   const SynthPreset& p = plan.preset;
   const std::string a = p.architecture + ".";
   w.SetString("general.architecture", p.architecture);
   w.SetString("general.type", "model");
   w.SetString("general.name", "synth-" + p.name);
+  // Files of other seeds hold other weights: their headers, hence their
+  // fingerprints, must differ too.
+  w.SetUint64("ringlm.synth.seed", seed);
   w.SetUint32(a + "block_count", p.n_layer);
   w.SetUint32(a + "context_length", p.n_ctx);
   w.SetUint32(a + "embedding_length", p.n_embd);
@@ -174,11 +178,12 @@ void SetMetadata(const SynthPlan& plan, const SynthTokenizer* tokenizer, GgufWri
 // fixed GGUF v3 header (magic, u32 version, u64 n_tensors at byte 8, u64
 // n_kv) and the tensor table appended, with offsets computed from the plan,
 // so no tensor bytes need to be held.
-absl::StatusOr<std::string> HeaderBytes(const SynthPlan& plan, const SynthTokenizer* tokenizer) {
+absl::StatusOr<std::string> HeaderBytes(const SynthPlan& plan, uint64_t seed,
+                                        const SynthTokenizer* tokenizer) {
   GgufWriter w;
   RINGLM_RETURN_IF_ERROR(w.SetAlignment(1));
   w.Remove("general.alignment");  // the file itself uses the default, 32
-  SetMetadata(plan, tokenizer, w);
+  SetMetadata(plan, seed, tokenizer, w);
   std::string out = w.ToBytes();
   std::string count;
   PutLe(&count, plan.tensors.size(), 8);
@@ -237,7 +242,7 @@ absl::Status WriteSynthModel(const SynthOptions& options, const std::string& pat
                        ") has no quantizer and kernels yet; available: f32, f16, q8_0, q4_0"));
     }
   }
-  RINGLM_ASSIGN_OR_RETURN(const std::string header, HeaderBytes(plan, options.tokenizer.get()));
+  RINGLM_ASSIGN_OR_RETURN(const std::string header, HeaderBytes(plan, options.seed, options.tokenizer.get()));
   ThreadPool pool(options.threads > 0 ? options.threads : DefaultThreadCount());
 
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
