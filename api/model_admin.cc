@@ -51,4 +51,24 @@ absl::StatusOr<ModelLoadRequest> ParseModelLoadRequest(std::string_view body,
   return request;
 }
 
+absl::StatusOr<std::chrono::seconds> ParseModelUnloadRequest(std::string_view body,
+                                                             const JsonLimits& limits) {
+  std::chrono::seconds drain(30);
+  if (body.empty()) return drain;
+  absl::StatusOr<nlohmann::json> parsed = ParseJsonWithLimits(body, limits);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
+  for (const auto& [key, value] : parsed->items()) {
+    if (key != "drain_s") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown field '", key, "' (fields: drain_s)"));
+    }
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 3600) {
+      return absl::InvalidArgumentError("'drain_s' must be an integer from 0 to 3600");
+    }
+    drain = std::chrono::seconds(value.get<int64_t>());
+  }
+  return drain;
+}
+
 }  // namespace ringlm

@@ -2,6 +2,7 @@
 #ifndef RINGLM_API_MODEL_ADMIN_H_
 #define RINGLM_API_MODEL_ADMIN_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -29,6 +30,11 @@ absl::Status CheckModelName(absl::string_view name, absl::string_view what);
 // not an integer from 1 to 2^30, or a field it does not know.
 absl::StatusOr<ModelLoadRequest> ParseModelLoadRequest(std::string_view body,
                                                        const JsonLimits& limits);
+
+// Parses an unload call's body: empty, or {"drain_s": S} with S from 0 to
+// 3600 (default 30). InvalidArgument naming what is wrong.
+absl::StatusOr<std::chrono::seconds> ParseModelUnloadRequest(std::string_view body,
+                                                             const JsonLimits& limits);
 
 }  // namespace ringlm
 

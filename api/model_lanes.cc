@@ -95,6 +95,20 @@ absl::Status ModelLanes::Add(ApiModel model, const ApiOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status ModelLanes::Remove(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  ModelLane* lane = FindLocked(name);
+  if (lane == nullptr) return NotFoundLocked(name);
+  if (lanes_.size() == 1) {
+    return absl::FailedPreconditionError("the last model of the server cannot be removed");
+  }
+  auto it = std::find_if(lanes_.begin(), lanes_.end(),
+                         [lane](const std::unique_ptr<ModelLane>& l) { return l.get() == lane; });
+  removed_.push_back(std::move(*it));
+  lanes_.erase(it);
+  return absl::OkStatus();
+}
+
 ModelLane& ModelLanes::first() const {
   absl::ReaderMutexLock lock(&mu_);
   return *lanes_.front();
@@ -128,8 +142,13 @@ absl::StatusOr<ModelLanes::Route> ModelLanes::Resolve(const std::string& request
 }
 
 absl::Status ModelLanes::NotFound(const std::string& name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return NotFoundLocked(name);
+}
+
+absl::Status ModelLanes::NotFoundLocked(const std::string& name) const {
   std::vector<std::string> served;
-  for (const ModelLane* lane : lanes()) {
+  for (const std::unique_ptr<ModelLane>& lane : lanes_) {
     served.insert(served.end(), lane->names.begin(), lane->names.end());
   }
   return WithOpenAiCode(

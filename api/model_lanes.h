@@ -49,9 +49,10 @@ struct ModelLane {
 //   3. with accept_any_model, any other name does the same;
 //   4. otherwise NotFound with OpenAI's "model_not_found" code, listing
 //      every served name.
-// Lanes are added (Add, for a model loaded at run time), never removed, so a
-// lane pointer stays valid as long as the ModelLanes. Thread-safe; the
-// backends must outlive it.
+// Lanes are added (Add, for a model loaded at run time) and removed (Remove:
+// no request finds it any more), but never destroyed before the ModelLanes,
+// so a lane pointer a request holds stays valid. Thread-safe; the backends
+// must outlive it.
 class ModelLanes {
  public:
   // Builds a lane per model whatever goes wrong; status() says what did.
@@ -80,6 +81,10 @@ class ModelLanes {
   // empty name or one already served, or a chat template it cannot use.
   absl::Status Add(ApiModel model, const ApiOptions& options);
 
+  // Takes the lane `name` names out of routing: NotFound when none does;
+  // FailedPrecondition for the last lane.
+  absl::Status Remove(const std::string& name);
+
   // Precondition: status() is OK (there is a lane).
   ModelLane& first() const;
   // The lanes now, in order.
@@ -91,9 +96,12 @@ class ModelLanes {
   absl::StatusOr<std::unique_ptr<ModelLane>> Build(ApiModel model, const ApiOptions& options) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   ModelLane* FindLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status NotFoundLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<ModelLane>> lanes_ ABSL_GUARDED_BY(mu_);
+  // Removed lanes, kept for the requests that still use them.
+  std::vector<std::unique_ptr<ModelLane>> removed_ ABSL_GUARDED_BY(mu_);
   const bool accept_any_;
   absl::Status status_;  // from the constructor only
 };

@@ -407,5 +407,50 @@ TEST_F(MultiModelServerTest, LoadingNeedsAnApiKey) {
   EXPECT_NE(r->body.find("--api-key"), std::string::npos) << r->body;
 }
 
+// POST /v1/admin/models/{name}/unload: no request finds the model from then on,
+// the unloader is told how long to drain, and the last model stays.
+TEST_F(MultiModelServerTest, ARemovedModelIsNotFoundAndTheLastStays) {
+  std::vector<std::pair<std::string, std::chrono::milliseconds>> unloaded;
+  ApiOptions options;
+  options.api_key = "k";
+  options.unload_model = [&](const std::string& name,
+                             std::chrono::milliseconds drain) -> absl::StatusOr<size_t> {
+    unloaded.push_back({name, drain});
+    return 0;
+  };
+  StartServer(options);
+  auto unload = [&](const std::string& name, const std::string& body, const std::string& key) {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(10, 0);
+    httplib::Headers headers;
+    if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+    return client.Post(("/v1/admin/models/" + name + "/unload").c_str(), headers, body,
+                       "application/json");
+  };
+  EXPECT_EQ(unload("beta-1b", "", "")->status, 401);
+  EXPECT_EQ(unload("nope", "", "k")->status, 404);
+  EXPECT_EQ(unload("beta-1b", R"({"drain_s": -1})", "k")->status, 400);
+  EXPECT_EQ(unload("beta-1b", R"({"drain_s": "x"})", "k")->status, 400);
+  EXPECT_EQ(unload("beta-1b", R"({"wait": 1})", "k")->status, 400);
+  EXPECT_TRUE(unloaded.empty());
+
+  httplib::Result removed = unload("beta-1b", R"({"drain_s": 5})", "k");
+  ASSERT_EQ(removed->status, 200) << removed->body;
+  EXPECT_EQ(Json::parse(removed->body)["deleted"], true);
+  ASSERT_EQ(unloaded.size(), 1u);
+  EXPECT_EQ(unloaded[0].first, "beta-1b");
+  EXPECT_EQ(unloaded[0].second, std::chrono::seconds(5));
+
+  httplib::Client client("127.0.0.1", server_->port());
+  httplib::Headers key = {{"Authorization", "Bearer k"}};
+  httplib::Result gone =
+      client.Post("/v1/completions", key, Json{{"model", "beta-1b"}, {"prompt", "x"}}.dump(),
+                  "application/json");
+  EXPECT_EQ(gone->status, 404) << gone->body;
+  EXPECT_EQ(client.Get("/v1/models/beta-1b", key)->status, 404);
+  EXPECT_EQ(unload("a2", "", "k")->status, 409);  // alpha, the last model
+  EXPECT_EQ(unloaded.size(), 1u);
+}
+
 }  // namespace
 }  // namespace ringlm

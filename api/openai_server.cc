@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -141,6 +140,10 @@ struct ApiServer::Impl {
 
   // POST /v1/admin/models: loads the model the body names, then serves it.
   void LoadModel(std::string_view body, httplib::Response& res);
+  // POST /v1/admin/models/{name}/unload: stops serving it, then unloads it.
+  void UnloadModel(const std::string& name, std::string_view body, httplib::Response& res);
+  // OK when a key is configured (Admit checked it); else PermissionDenied.
+  absl::Status AdminAllowed() const;
 
   const ApiOptions options;
   ModelLanes lanes;
@@ -206,14 +209,32 @@ bool ApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res)
   return true;
 }
 
-void ApiServer::Impl::LoadModel(std::string_view body, httplib::Response& res) {
+absl::Status ApiServer::Impl::AdminAllowed() const {
   // Admit() checked the key when there is one; without one, anyone who
-  // reaches the port could make the daemon map files.
-  if (options.api_key.empty()) {
-    return SetErrorResponse(absl::PermissionDeniedError(
-                                "Loading models needs an API key: start ringlmd with --api-key"),
-                            res);
-  }
+  // reaches the port could make the daemon map files or drop models.
+  if (!options.api_key.empty()) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      "Loading and removing models needs an API key: start ringlmd with --api-key");
+}
+
+void ApiServer::Impl::UnloadModel(const std::string& name, std::string_view body,
+                                  httplib::Response& res) {
+  if (absl::Status s = AdminAllowed(); !s.ok()) return SetErrorResponse(s, res);
+  absl::StatusOr<std::chrono::seconds> drain = ParseModelUnloadRequest(body, options.json_limits);
+  if (!drain.ok()) return SetErrorResponse(drain.status(), res);
+  // No new request finds it from here on; the running ones keep their lane.
+  if (absl::Status s = lanes.Remove(name); !s.ok()) return SetErrorResponse(s, res);
+  absl::StatusOr<size_t> ended = options.unload_model(name, *drain);
+  if (!ended.ok()) return SetErrorResponse(ended.status(), res);
+  spdlog::info("api: removed model {} ({} request(s) ended unfinished)", name, *ended);
+  res.set_content(
+      DumpJson(nlohmann::json{
+          {"id", name}, {"object", "model"}, {"deleted", true}, {"ended_requests", *ended}}),
+      "application/json");
+}
+
+void ApiServer::Impl::LoadModel(std::string_view body, httplib::Response& res) {
+  if (absl::Status s = AdminAllowed(); !s.ok()) return SetErrorResponse(s, res);
   absl::StatusOr<ModelLoadRequest> request = ParseModelLoadRequest(body, options.json_limits);
   if (!request.ok()) return SetErrorResponse(request.status(), res);
   if (lanes.Find(request->name) != nullptr) {
@@ -321,6 +342,15 @@ void ApiServer::Impl::Route() {
       if (!body.ok()) return SetErrorResponse(body.status(), res);
       LoadModel(*body, res);
     });
+  }
+  if (options.unload_model) {
+    server.Post("/v1/admin/models/(.+)/unload",
+                [this](const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader) {
+                  absl::StatusOr<std::string> body = ReadBody(req, reader, options.max_body_bytes);
+                  if (!body.ok()) return SetErrorResponse(body.status(), res);
+                  UnloadModel(req.matches[1], *body, res);
+                });
   }
   server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json data = nlohmann::json::array();

@@ -11,6 +11,7 @@
 //   GET  /health        200 {"status":"ok"} when every model's backend is
 //                       Ready(), else 503 naming one that is not
 //   POST /v1/admin/models   loads a model (ApiOptions.load_model; API key)
+//   POST /v1/admin/models/{name}/unload   removes one (ApiOptions.unload_model)
 //   GET  /              the embedded web chat page (404 when not built in)
 // With an api_key, every /v1/ path needs "Authorization: Bearer <key>" (the
 // scheme in any case); /health and / do not. Errors have OpenAI's shape (see
@@ -111,6 +112,12 @@ struct ApiOptions {
   // names, which the API then serves. Unset = no such route (404). A load
   // call needs the API key: without one configured, it gets 403.
   std::function<absl::StatusOr<ApiModel>(const ModelLoadRequest&)> load_model;
+  // POST /v1/admin/models/{name}/unload [{"drain_s": S}]: the server stops
+  // routing to the model, then this drains its requests for up to S seconds
+  // (default 30), ends the rest and removes it from the daemon; returns how
+  // many it ended. Unset = no such route. The API key, as for load_model.
+  std::function<absl::StatusOr<size_t>(const std::string& name, std::chrono::milliseconds drain)>
+      unload_model;
 };
 
 // Serves the API on its own threads: an accept thread plus one thread per

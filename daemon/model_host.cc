@@ -51,6 +51,8 @@ void ModelHost::Stop() {
   stopped_ = true;
   for (Served& served : models_) served.node->Stop();
   if (server_) server_->Shutdown();
+  // The servers' calls are over: what they used may go.
+  unloaded_.clear();
 }
 
 std::vector<ApiModel> ModelHost::ApiModels() const {
@@ -62,8 +64,15 @@ std::vector<ApiModel> ModelHost::ApiModels() const {
   return out;
 }
 
+std::vector<ModelHost::Served>::iterator ModelHost::FindServed(const std::string& name) {
+  return std::find_if(models_.begin(), models_.end(), [&name](const Served& served) {
+    const std::vector<std::string>& names = served.node->names();
+    return std::find(names.begin(), names.end(), name) != names.end();
+  });
+}
+
 uint64_t ModelHost::HeldBytes() const {
-  uint64_t held = 0;
+  uint64_t held = draining_bytes_;
   for (const Served& served : models_) held += served.node->memory_bytes();
   return held;
 }
@@ -71,12 +80,9 @@ uint64_t ModelHost::HeldBytes() const {
 absl::StatusOr<ApiModel> ModelHost::Load(const ModelLoadRequest& request) {
   absl::MutexLock lock(&mu_);
   if (stopped_ || server_ == nullptr) return absl::UnavailableError("the daemon is stopping");
-  for (const Served& served : models_) {
-    const std::vector<std::string>& names = served.node->names();
-    if (std::find(names.begin(), names.end(), request.name) != names.end()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("a model is already served as '", request.name, "'"));
-    }
+  if (FindServed(request.name) != models_.end()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("a model is already served as '", request.name, "'"));
   }
   // The memory the other models leave on this node.
   const uint64_t machine = models_.front().node->machine_memory_bytes();
@@ -124,6 +130,38 @@ absl::StatusOr<ApiModel> ModelHost::Load(const ModelLoadRequest& request) {
   }
   const Served& served = models_.back();
   return ApiModel{.backend = served.backend.get(), .names = served.node->names()};
+}
+
+absl::StatusOr<size_t> ModelHost::Unload(const std::string& name, std::chrono::milliseconds drain) {
+  Served served;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = FindServed(name);
+    if (it == models_.end()) {
+      return absl::NotFoundError(absl::StrCat("this node serves no model '", name, "'"));
+    }
+    if (models_.size() == 1) {
+      return absl::FailedPreconditionError("the last model of a daemon cannot be removed");
+    }
+    if (unloaded_.size() >= kMaxUnloaded) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          kMaxUnloaded,
+          " models were removed since this daemon started: restart it to remove more"));
+    }
+    served = std::move(*it);
+    models_.erase(it);
+    draining_bytes_ += served.node->memory_bytes();  // held until it stops
+  }
+  // Without the lock: /metrics and loads go on while it drains.
+  spdlog::info("removing model {}: draining its requests for up to {} ms", name, drain.count());
+  const size_t ended = served.node->Drain(drain);
+  served.node->Stop();
+  served.node->ReleaseMemory();
+  spdlog::info("removed model {} ({} request(s) ended unfinished)", name, ended);
+  absl::MutexLock lock(&mu_);
+  draining_bytes_ -= served.node->memory_bytes();
+  unloaded_.push_back(std::move(served));
+  return ended;
 }
 
 std::string ModelHost::RenderMetrics() const {

@@ -3,6 +3,7 @@
 #ifndef RINGLM_DAEMON_MODEL_HOST_H_
 #define RINGLM_DAEMON_MODEL_HOST_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,8 +27,10 @@ namespace ringlm {
 // start; Start binds the one gRPC server (its identity and message limit
 // from those models) and starts them; Load adds a model while the daemon
 // serves, from a file on this machine, in memory no other model holds, so
-// the other models' plans and requests are not touched. Models are not
-// removed while the daemon runs.
+// the other models' plans and requests are not touched; Unload removes one
+// after draining its requests, and its memory part becomes free for Load.
+// An unloaded model's Node stays (stopped, its memory given back) until the
+// daemon exits, for calls still in flight; at most kMaxUnloaded of them.
 // Memory: each model's part of this machine's memory is fixed when it is
 // added (NodeOptions.memory_part); Load takes the memory the parts leave.
 // Ownership: owns the nodes, their API backends, the server and the
@@ -56,6 +59,14 @@ class ModelHost {
   //   the model file's own error (a missing file, a GGUF that does not parse).
   absl::StatusOr<ApiModel> Load(const ModelLoadRequest& request);
 
+  // Removes the model served as `name`: refuses its new requests, waits up
+  // to `drain` for the running ones this node started, ends the rest with an
+  // error, stops its ring member and gives back its memory. Returns how many
+  // requests were ended. NotFound for a name not served here;
+  // FailedPrecondition for the last model, or past kMaxUnloaded.
+  absl::StatusOr<size_t> Unload(const std::string& name, std::chrono::milliseconds drain);
+  static constexpr size_t kMaxUnloaded = 32;
+
   // The daemon's own metrics (the API's admission), then each model's,
   // labelled model="NAME" when there are several.
   std::string RenderMetrics() const;
@@ -73,14 +84,19 @@ class ModelHost {
   explicit ModelHost(NodeOptions base) : base_(std::move(base)) {}
   // Starts `node` behind the server and makes its backend.
   absl::Status StartModel(Served& served) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the models hold of this machine's memory, and what it has.
+  // What the models hold of this machine's memory (those draining too).
   uint64_t HeldBytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The model served under `name`, or models_.end().
+  std::vector<Served>::iterator FindServed(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const NodeOptions base_;
   MetricsRegistry daemon_metrics_;
   std::unique_ptr<RingServer> server_;
   mutable absl::Mutex mu_;
   std::vector<Served> models_ ABSL_GUARDED_BY(mu_);
+  std::vector<Served> unloaded_ ABSL_GUARDED_BY(mu_);  // stopped; see Unload
+  uint64_t draining_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // of models being unloaded
   std::string api_host_ ABSL_GUARDED_BY(mu_);
   uint16_t api_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

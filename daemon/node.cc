@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -372,6 +373,22 @@ void Node::Stop() {
   // the stage stopped.
   if (server_) server_->Remove(service_.get());
   if (stage_) stage_->Stop();
+}
+
+size_t Node::Drain(std::chrono::milliseconds patience) {
+  origin_->StopAccepting(
+      absl::StrCat("the model '", options_.names.front(), "' is being removed from this node"));
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (origin_->active() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return origin_->active();
+}
+
+void Node::ReleaseMemory() {
+  // Twice: the range before the last change is kept for requests on it.
+  for (int i = 0; i < 2; ++i) (void)stage_->SetRange(std::nullopt);
+  for (const GgufTensorInfo& t : model_->file().tensors()) model_->file().Release(t);
 }
 
 ClusterBackendParts Node::BackendParts() {

@@ -128,6 +128,14 @@ class Node {
   // and the cluster view.
   absl::Status Start(RingServer* server);
   void Stop();
+  // For removing the model: refuses new requests from now on, and waits up
+  // to `patience` for the ones this node started to end; returns how many
+  // still run (Stop then ends them with an error).
+  size_t Drain(std::chrono::milliseconds patience);
+  // After Stop: gives back the stage's weights and KV cache, and the model
+  // file's resident pages. The object stays valid (calls still in flight
+  // find a stopped node).
+  void ReleaseMemory();
 
   // What the daemon's gRPC server needs from each model it hosts: the
   // cluster identity (nullopt = insecure), and the largest step message of

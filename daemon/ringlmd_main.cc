@@ -458,8 +458,8 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(const ArgParser& p,
 }
 
 int Main(int argc, char** argv) {
-  ArgParser p("ringlmd (--model PATH | --model-from-peers) [options]",
-              "The ringlm node daemon. Start one on every machine of a LAN with the same model;\n"
+  ArgParser p("ringlmd (--model [NAME=]PATH ... | --model-from-peers) [options]",
+              "The ringlm node daemon. Start one on every machine of a LAN with the same models;\n"
               "they find each other by UDP broadcast, split the layers by speed within memory,\n"
               "and pass activations around the ring over gRPC. Stop with Ctrl-C or SIGTERM.");
   AddFlags(p);
@@ -528,6 +528,10 @@ int Main(int argc, char** argv) {
     (*api_options)->admission.metrics = *admission_metrics;
     (*api_options)->load_model = [h = host->get()](const ModelLoadRequest& request) {
       return h->Load(request);
+    };
+    (*api_options)->unload_model = [h = host->get()](const std::string& name,
+                                                     std::chrono::milliseconds drain) {
+      return h->Unload(name, drain);
     };
     api = std::make_unique<ApiServer>(**api_options, (*host)->ApiModels());
     if (absl::Status s = api->Start(); !s.ok()) {

@@ -170,10 +170,25 @@ std::pair<int, std::string> LoadModel(const LoopbackCluster& cluster, size_t i,
   return {res->status, res->body};
 }
 
+// POST /v1/admin/models/`name`/unload on node `i`'s API with `body` and
+// `key`: the status.
+int UnloadModel(const LoopbackCluster& cluster, size_t i, const std::string& name,
+                const std::string& body, const std::string& key) {
+  httplib::Client client("127.0.0.1", cluster.api_port(i));
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(120, 0);
+  httplib::Headers headers;
+  if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+  auto res = client.Post(("/v1/admin/models/" + name + "/unload").c_str(), headers, body,
+                         "application/json");
+  return res ? res->status : -1;
+}
+
 // A model loaded while four streams run to the other two: none of them is
 // disturbed (each ends with its ids alone), the new one serves once every
-// node has loaded it, and bad load calls get clear errors.
-TEST_F(MultiModelClusterTest, AModelLoadedWhileOthersStreamServesAndDisturbsNone) {
+// node has loaded it, and bad load calls get clear errors. Removed, it
+// first lets its running requests finish; then requests to it get 404.
+TEST_F(MultiModelClusterTest, AModelLoadedWhileOthersStreamServesDisturbsNoneAndDrainsOnRemoval) {
   constexpr char kKey[] = "admin-key-for-tests";
   LoopbackCluster::Options options;
   options.model = "stories260K-f32.gguf";
@@ -244,6 +259,45 @@ TEST_F(MultiModelClusterTest, AModelLoadedWhileOthersStreamServesAndDisturbsNone
   auto [after, status] = stream(1)->Finish();
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(after, alone[1]);
+
+  // Removing it drains its running requests first; later ones are refused.
+  auto third = [&] {
+    return std::make_unique<GenerationStream>(cluster, Sampling{}, 200, kPrompts[2], "third");
+  };
+  auto [third_alone, third_status] = third()->Finish();
+  ASSERT_TRUE(third_status.ok()) << third_status;
+  std::vector<std::unique_ptr<GenerationStream>> draining;
+  for (int i = 0; i < 2; ++i) draining.push_back(third());
+  for (auto& s : draining) s->WaitFor(2);
+  // Reported only: how far the streams were when the removal began.
+  std::printf("removing 'third' with its streams at %d and %d of 200 tokens\n",
+              draining[0]->tokens(), draining[1]->tokens());
+  EXPECT_EQ(UnloadModel(cluster, 0, "third", "", ""), 401);
+  EXPECT_EQ(UnloadModel(cluster, 0, "third", R"({"drain_s": 60})", kKey), 200);
+  for (auto& s : draining) {
+    auto [ids, st] = s->Finish();
+    EXPECT_TRUE(st.ok()) << st;
+    EXPECT_EQ(ids, third_alone);
+  }
+  httplib::Client api("127.0.0.1", cluster.api_port(0));
+  auto refused =
+      api.Post("/v1/completions", {{"Authorization", std::string("Bearer ") + kKey}},
+               R"({"model": "third", "prompt": "Once", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 404) << refused->body;
+  testing::CommandResult cli = testing::RunCommand(
+      absl::StrCat(testing::RinglmPath(), " generate --cluster ", cluster.Address(0),
+                   " --prompt hi -n 2 --model third ", cluster.SecurityArgs(), " 2>&1"),
+      false);
+  EXPECT_NE(cli.exit_code, 0);
+  EXPECT_NE(cli.output.find("does not serve the model 'third'"), std::string::npos) << cli.output;
+  for (size_t n = 1; n < cluster.size(); ++n) {
+    EXPECT_EQ(UnloadModel(cluster, n, "third", R"({"drain_s": 0})", kKey), 200) << "node " << n;
+  }
+  // The last two models still serve.
+  auto [last, last_status] = stream(1)->Finish();
+  EXPECT_TRUE(last_status.ok()) << last_status;
+  EXPECT_EQ(last, alone[1]);
 }
 
 }  // namespace

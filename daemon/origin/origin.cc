@@ -45,12 +45,19 @@ void OriginRegistry::Stop() {
   pump_.Stop();
   recovery_.Stop();
   std::vector<std::string> ids;
+  std::string reason = "the node is shutting down";
   {
     absl::MutexLock lock(&table_.mu);
     for (const auto& [id, a] : table_.requests) ids.push_back(id);
+    if (!table_.refusing.empty()) reason = table_.refusing;
   }
-  for (const std::string& id : ids) Fail(id, absl::UnavailableError("the node is shutting down"));
+  for (const std::string& id : ids) Fail(id, absl::UnavailableError(reason));
   cleanup_.Stop();
+}
+
+void OriginRegistry::StopAccepting(const std::string& reason) {
+  absl::MutexLock lock(&table_.mu);
+  table_.refusing = reason;
 }
 
 size_t OriginRegistry::active() const {
@@ -100,6 +107,7 @@ absl::Status OriginRegistry::Start(OriginRequest request, OriginSink sink) {
   {
     absl::MutexLock lock(&table_.mu);
     if (table_.stopping) return absl::UnavailableError("the node is shutting down");
+    if (!table_.refusing.empty()) return absl::UnavailableError(table_.refusing);
     if (table_.requests.count(id) > 0) {
       return absl::InvalidArgumentError(absl::StrCat("request id '", id, "' is in use"));
     }

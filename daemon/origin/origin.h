@@ -81,6 +81,9 @@ class OriginRegistry : public LocalOrigin {
   // Drops a kept session on every stage of `plan`, in the background.
   void DropSessionEverywhere(const v1::Plan& plan, const std::string& session_id);
   size_t active() const;
+  // From now on Start refuses new requests (Unavailable: `reason`); the
+  // running ones go on. For draining before Stop.
+  void StopAccepting(const std::string& reason);
   void Stop();
 
  private:

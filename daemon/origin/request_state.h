@@ -125,6 +125,9 @@ struct RequestTable {
   mutable absl::Mutex mu;
   std::map<std::string, ActiveRequest> requests ABSL_GUARDED_BY(mu);
   bool stopping ABSL_GUARDED_BY(mu) = false;  // the origin shuts down
+  // Non-empty: new requests are refused with this (the model is being
+  // removed), and requests still running at Stop end with it.
+  std::string refusing ABSL_GUARDED_BY(mu);
 
   // The request `request_id` if it still runs `attempt`, else null. Valid
   // while the caller holds `mu`.
