@@ -406,6 +406,12 @@ ApiServer::ApiServer(ApiOptions options, GenerationBackend* backend)
 
 ApiServer::~ApiServer() { Stop(); }
 
+absl::Status ApiServer::AddModel(ApiModel model) {
+  return impl_->lanes.Add(std::move(model), impl_->options);
+}
+
+absl::Status ApiServer::RemoveModel(const std::string& name) { return impl_->lanes.Remove(name); }
+
 absl::Status ApiServer::Start() {
   if (!impl_->lanes.status().ok()) return impl_->lanes.status();
   if (impl_->started || impl_->thread.joinable()) {

@@ -151,6 +151,12 @@ class ApiServer {
   absl::Status Start();
   // The bound port (the chosen one when options.port was 0); 0 before Start.
   uint16_t port() const;
+  // Serves one more model from now on (a model loaded by the daemon, e.g.
+  // from its models file); the errors of the constructor's checks.
+  absl::Status AddModel(ApiModel model);
+  // Stops routing to the model `name` names (requests that hold it go on):
+  // NotFound, or FailedPrecondition for the last model.
+  absl::Status RemoveModel(const std::string& name);
   // Stops accepting, cancels running generations, joins the threads.
   // Idempotent.
   void Stop();

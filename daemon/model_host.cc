@@ -4,7 +4,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "daemon/stage/step_validator.h"
 #include "spdlog/spdlog.h"
 
 namespace ringlm {
@@ -23,7 +25,7 @@ absl::StatusOr<std::unique_ptr<ModelHost>> ModelHost::Create(NodeOptions base,
 
 ModelHost::~ModelHost() { Stop(); }
 
-absl::Status ModelHost::Start(RingServerOptions options) {
+absl::Status ModelHost::Start(RingServerOptions options, bool loads_at_run_time) {
   absl::MutexLock lock(&mu_);
   const Node& first = *models_.front().node;
   options.identity = first.identity();
@@ -32,6 +34,14 @@ absl::Status ModelHost::Start(RingServerOptions options) {
   for (const Served& served : models_) {
     options.max_message_bytes =
         std::max(options.max_message_bytes, served.node->max_message_bytes());
+  }
+  if (loads_at_run_time) {
+    StepLimits widest;
+    widest.n_embd = kMaxLoadableEmbd;
+    widest.max_step_tokens = base_.origin.max_chunk_tokens;
+    options.max_message_bytes = std::max(
+        options.max_message_bytes,
+        static_cast<int>(std::min<uint64_t>(base_.rpc.max_message_bytes, MaxStepBytes(widest))));
   }
   RINGLM_ASSIGN_OR_RETURN(server_, RingServer::Start(options));
   for (Served& served : models_) RINGLM_RETURN_IF_ERROR(StartModel(served));
@@ -117,10 +127,12 @@ absl::StatusOr<ApiModel> ModelHost::Load(const ModelLoadRequest& request) {
   }
   std::unique_ptr<Node> node = *std::move(created);
   if (node->max_message_bytes() > server_->max_message_bytes()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model '", request.name, "' sends steps of up to ", node->max_message_bytes() >> 20,
-        " MiB, more than this daemon's gRPC server accepts (", server_->max_message_bytes() >> 20,
-        " MiB, fixed at start by its models): restart the daemon with it among --model"));
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "model '%s' sends steps of up to %.1f MiB, more than this daemon's gRPC server accepts "
+        "(%.1f MiB, fixed at start by its models): restart the daemon with it among --model, or "
+        "with a models file",
+        request.name, node->max_message_bytes() / 1048576.0,
+        server_->max_message_bytes() / 1048576.0));
   }
   models_.push_back({std::move(node), nullptr});
   if (absl::Status s = StartModel(models_.back()); !s.ok()) {

@@ -45,8 +45,12 @@ class ModelHost {
   ~ModelHost();
 
   // Binds the gRPC server (`options` without identity, API key and message
-  // limit: those come from the models) and starts every node.
-  absl::Status Start(RingServerOptions options);
+  // limit: those come from the models) and starts every node. With
+  // `loads_at_run_time` (a models file, or the admin API), the message limit
+  // also admits the steps of models up to kMaxLoadableEmbd wide, so that a
+  // model loaded later is not refused for its width.
+  absl::Status Start(RingServerOptions options, bool loads_at_run_time);
+  static constexpr uint32_t kMaxLoadableEmbd = 16384;
   // Stops every node, then the server. Idempotent.
   void Stop();
 

@@ -19,6 +19,7 @@
 #include "daemon/metrics_server.h"
 #include "daemon/model_host.h"
 #include "daemon/model_set.h"
+#include "daemon/models_file.h"
 #include "daemon/node.h"
 #include "inference/kernel_flags.h"
 #include "inference/sampling/speculation.h"
@@ -36,6 +37,10 @@ void AddFlags(ArgParser& p) {
                       "models: each is split over the cluster on its own, and this node's "
                       "memory is divided among them in proportion to their file sizes (see "
                       "--model-memory); a request's `model` picks one");
+  p.AddOption("models-file", "FILE",
+              "models to serve, one per line: [NAME=]PATH [memory_mb=N] (# comments). Re-read on "
+              "SIGHUP: models added to it are loaded, models taken out of it are removed after a "
+              "30 s drain; the --model ones are left alone");
   p.AddRepeatedOption("model-memory", "NAME=MiB",
                       "give the model served as NAME exactly this much of this node's memory; "
                       "the models without one share the rest by file size");
@@ -248,8 +253,9 @@ absl::StatusOr<DaemonFlags> ReadFlags(const ArgParser& p) {
   NodeOptions& o = flags.node;
   uint16_t& grpc_port_flag = flags.server.port;
   o.model_from_peers = p.GetFlag("model-from-peers");
-  if (p.Has("model") == o.model_from_peers) {
-    return absl::InvalidArgumentError("give either --model PATH or --model-from-peers");
+  if ((p.Has("model") || p.Has("models-file")) == o.model_from_peers) {
+    return absl::InvalidArgumentError(
+        "give --model PATH (or --models-file FILE), or --model-from-peers");
   }
   o.draft_model_path = p.GetString("draft-model");
   if (!o.model_from_peers && (p.Has("model-fingerprint") || p.Has("model-cache-gb"))) {
@@ -398,8 +404,8 @@ absl::StatusOr<std::map<std::string, uint64_t>> ReadModelMemoryFlags(const ArgPa
 // One NodeOptions per model: `base` with each --model's file and names, and
 // its part of the memory (by file size). --served-model-name adds names to
 // a lone model.
-absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(const ArgParser& p,
-                                                          const NodeOptions& base) {
+absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(
+    const ArgParser& p, const NodeOptions& base, const std::vector<ModelsFileEntry>& file_models) {
   std::vector<std::string> served;
   for (const std::string& name : p.GetAll("served-model-name")) {
     if (name.empty() || name.size() > 256) {
@@ -412,36 +418,48 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(const ArgParser& p,
     o.names = served;
     return std::vector<NodeOptions>{o};
   }
-  const std::vector<std::string> values = p.GetAll("model");
-  if (values.size() > 1 && !served.empty()) {
+  // Every model to start with: --model's, then the models file's.
+  struct Wanted {
+    std::vector<std::string> names;
+    std::string path;
+    uint64_t memory_bytes = 0;  // 0: see --model-memory, else by size
+  };
+  std::vector<Wanted> wanted;
+  for (const std::string& value : p.GetAll("model")) {
+    RINGLM_ASSIGN_OR_RETURN(ModelSpec spec, ParseModelSpec(value));
+    wanted.push_back(
+        {spec.name.empty() ? std::vector<std::string>{} : std::vector{spec.name}, spec.path});
+  }
+  for (const ModelsFileEntry& e : file_models) wanted.push_back({{e.name}, e.path, e.memory_bytes});
+  if (wanted.size() > 1 && !served.empty()) {
     return absl::InvalidArgumentError(
         "--served-model-name goes with one --model; name each of several models with "
         "--model NAME=PATH");
   }
-  if (values.size() > 1 && !base.draft_model_path.empty()) {
+  if (wanted.size() > 1 && !base.draft_model_path.empty()) {
     return absl::InvalidArgumentError("--draft-model goes with one --model");
   }
   RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
   std::vector<NodeOptions> models;
   std::vector<uint64_t> sizes;
   std::vector<std::optional<uint64_t>> fixed_bytes;
-  for (const std::string& value : values) {
-    RINGLM_ASSIGN_OR_RETURN(ModelSpec spec, ParseModelSpec(value));
+  for (Wanted& w : wanted) {
     std::error_code error;
-    const uint64_t size = std::filesystem::file_size(spec.path, error);
+    const uint64_t size = std::filesystem::file_size(w.path, error);
     if (error) {
-      return absl::NotFoundError(absl::StrCat("--model ", spec.path, ": ", error.message()));
+      return absl::NotFoundError(absl::StrCat("model file ", w.path, ": ", error.message()));
     }
     NodeOptions o = base;
-    o.model_path = spec.path;
+    o.model_path = w.path;
     // The names: NAME=, then --served-model-name's; else the file's base name.
-    if (!spec.name.empty()) o.names.push_back(spec.name);
+    o.names = std::move(w.names);
     o.names.insert(o.names.end(), served.begin(), served.end());
-    if (o.names.empty()) o.names.push_back(std::filesystem::path(spec.path).stem().string());
-    const std::string& name = o.names.front();
-    if (auto it = fixed.find(name); it != fixed.end()) {
+    if (o.names.empty()) o.names.push_back(std::filesystem::path(w.path).stem().string());
+    if (auto it = fixed.find(o.names.front()); it != fixed.end()) {
       fixed_bytes.push_back(it->second);
       fixed.erase(it);
+    } else if (w.memory_bytes > 0) {
+      fixed_bytes.push_back(w.memory_bytes);
     } else {
       fixed_bytes.push_back(std::nullopt);
     }
@@ -450,7 +468,7 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(const ArgParser& p,
   }
   if (!fixed.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no --model serves"));
+        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no model has"));
   }
   RINGLM_ASSIGN_OR_RETURN(std::vector<MemoryPart> parts, DivideMemory(sizes, fixed_bytes));
   for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
@@ -480,8 +498,12 @@ int Main(int argc, char** argv) {
   const absl::Status kernels = ApplyKernelFlags(p);
   absl::StatusOr<DaemonFlags> flags = ReadFlags(p);
   absl::StatusOr<std::optional<ApiOptions>> api_options = ReadApiFlags(p);
+  absl::StatusOr<std::vector<ModelsFileEntry>> file_models = std::vector<ModelsFileEntry>{};
+  if (p.Has("models-file")) file_models = ReadModelsFile(p.GetString("models-file"));
   absl::StatusOr<std::vector<NodeOptions>> models =
-      flags.ok() ? ModelNodeOptions(p, flags->node) : flags.status();
+      !flags.ok()         ? flags.status()
+      : !file_models.ok() ? file_models.status()
+                          : ModelNodeOptions(p, flags->node, *file_models);
   for (const absl::Status& s : {kernels, models.status(), api_options.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "ringlmd: %s\n", std::string(s.message()).c_str());
@@ -493,6 +515,7 @@ int Main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // re-read the models file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -502,7 +525,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "ringlmd: %s\n", host.status().ToString().c_str());
     return 1;
   }
-  if (absl::Status s = (*host)->Start(flags->server); !s.ok()) {
+  // Models come and go at run time through the models file or the admin API.
+  const bool loads_at_run_time =
+      p.Has("models-file") || (api_options->has_value() && !flags->node.api_key.empty());
+  if (absl::Status s = (*host)->Start(flags->server, loads_at_run_time); !s.ok()) {
     std::fprintf(stderr, "ringlmd: %s\n", s.ToString().c_str());
     return 1;
   }
@@ -549,11 +575,25 @@ int Main(int argc, char** argv) {
       "cluster, read prompts and replace replies. Use --cluster-key FILE.";
   const bool insecure = flags->node.insecure;
   if (insecure) spdlog::warn(kInsecureWarning);
+  std::vector<std::string> from_file;  // the models served from the models file
+  for (const ModelsFileEntry& e : *file_models) from_file.push_back(e.name);
   int sig = 0;
   while (true) {
     // Wake once a minute to repeat the insecure warning.
     const timespec minute{60, 0};
     sig = sigtimedwait(&signals, nullptr, &minute);
+    if (sig == SIGHUP && p.Has("models-file")) {
+      absl::StatusOr<std::vector<ModelsFileEntry>> wanted =
+          ReadModelsFile(p.GetString("models-file"));
+      if (wanted.ok()) {
+        spdlog::info("SIGHUP: re-reading {}", p.GetString("models-file"));
+        ApplyModelsFile(*wanted, from_file, **host, api.get());
+      } else {
+        spdlog::error("SIGHUP: {}; the models stay as they are", wanted.status().ToString());
+      }
+      continue;
+    }
+    if (sig == SIGHUP) continue;
     if (sig > 0) break;
     if (insecure) spdlog::warn(kInsecureWarning);
   }

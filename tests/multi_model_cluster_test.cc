@@ -6,6 +6,7 @@
 // a model loaded while the others stream disturbs none of them.
 #include <httplib.h>
 
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -298,6 +299,62 @@ TEST_F(MultiModelClusterTest, AModelLoadedWhileOthersStreamServesDisturbsNoneAnd
   auto [last, last_status] = stream(1)->Finish();
   EXPECT_TRUE(last_status.ok()) << last_status;
   EXPECT_EQ(last, alone[1]);
+}
+
+// The ids /v1/models lists on node `i`'s API.
+std::vector<std::string> ListedModels(const LoopbackCluster& cluster, size_t i,
+                                      const std::string& key) {
+  httplib::Client client("127.0.0.1", cluster.api_port(i));
+  client.set_read_timeout(10, 0);
+  auto res = client.Get("/v1/models", {{"Authorization", "Bearer " + key}});
+  std::vector<std::string> ids;
+  if (!res || res->status != 200) return ids;
+  const nlohmann::json listed = nlohmann::json::parse(res->body, nullptr, false);
+  if (!listed.is_object()) return ids;
+  for (const nlohmann::json& m : listed["data"]) ids.push_back(m["id"].get<std::string>());
+  return ids;
+}
+
+// --models-file, re-read on SIGHUP: a model added to it is loaded (one that
+// cannot be is logged, and nothing else stops); a model taken out of it is
+// removed; the --model one is left alone.
+TEST_F(MultiModelClusterTest, TheModelsFileIsReReadOnSighup) {
+  constexpr char kKey[] = "admin-key-for-tests";
+  LoopbackCluster::Options options;
+  options.model = "stories260K-f32.gguf";
+  options.memory_mb = {2000};
+  options.api = true;
+  const std::string models_file = testing::MakeTempDir("ringlm-models") + "/models.txt";
+  auto write = [&](const std::string& text) {
+    FILE* f = std::fopen(models_file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("# nothing yet\n");
+  options.extra_args = {"--models-file",      models_file, "--model-memory",
+                        "stories260K-f32=16", "--api-key", kKey};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed(); }, 30s)) << cluster.Logs();
+  EXPECT_EQ(ListedModels(cluster, 0, kKey), std::vector<std::string>{"stories260K-f32"});
+
+  write(absl::StrCat("tiny=", TinyModel(), " memory_mb=64\nbad=/nonexistent/bad.gguf\n"));
+  cluster.node(0).Signal(SIGHUP);
+  ASSERT_TRUE(testing::WaitFor([&] { return cluster.AllFormed("tiny"); }, 30s)) << cluster.Logs();
+  EXPECT_EQ(ListedModels(cluster, 0, kKey), (std::vector<std::string>{"stories260K-f32", "tiny"}));
+  EXPECT_EQ(cluster.Greedy(0, kPrompts[0], kTokens, "--model tiny"),
+            testing::LocalGreedy(TinyModel(), kPrompts[0], kTokens));
+  EXPECT_NE(cluster.node(0).Log().find("cannot load bad from /nonexistent/bad.gguf"),
+            std::string::npos);
+
+  write("# tiny is gone\n");
+  cluster.node(0).Signal(SIGHUP);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return ListedModels(cluster, 0, kKey) == std::vector<std::string>{"stories260K-f32"}; },
+      30s))
+      << cluster.Logs();
+  EXPECT_EQ(cluster.Greedy(0, kPrompts[0], kTokens),
+            testing::LocalGreedy(testing::ModelPath("stories260K-f32.gguf"), kPrompts[0], kTokens));
 }
 
 }  // namespace
