@@ -11,6 +11,7 @@
 #include "cli/cluster_client.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
+#include "proto/node_state_name.h"
 
 namespace ringlm {
 namespace {
@@ -18,23 +19,6 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kTimeout = std::chrono::milliseconds(3000);
-
-std::string StateName(v1::NodeState s) {
-  switch (s) {
-    case v1::NODE_STATE_STARTING:
-      return "starting";
-    case v1::NODE_STATE_READY:
-      return "ready";
-    case v1::NODE_STATE_IDLE:
-      return "idle";
-    case v1::NODE_STATE_NO_FIT:
-      return "no-fit";
-    case v1::NODE_STATE_FETCHING:
-      return "fetching";
-    default:
-      return "unknown";
-  }
-}
 
 // The figures `ringlm status` shows from a node's metrics text.
 json MetricsSummary(const std::string& text) {

@@ -8,6 +8,7 @@
 #include "base/prometheus_text.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "proto/node_state_name.h"
 
 namespace ringlm {
 namespace {
@@ -39,23 +40,6 @@ class OriginHandle : public GenerationHandle {
   OriginRegistry& origin_;
   const std::string request_id_;
 };
-
-std::string StateName(v1::NodeState s) {
-  switch (s) {
-    case v1::NODE_STATE_STARTING:
-      return "starting";
-    case v1::NODE_STATE_READY:
-      return "ready";
-    case v1::NODE_STATE_IDLE:
-      return "idle";
-    case v1::NODE_STATE_NO_FIT:
-      return "no-fit";
-    case v1::NODE_STATE_FETCHING:
-      return "fetching";
-    default:
-      return "unknown";
-  }
-}
 
 nlohmann::json OrNull(const std::optional<double>& v) {
   return v.has_value() ? nlohmann::json(*v) : nlohmann::json(nullptr);
