@@ -83,7 +83,9 @@ class MultiModelServerTest : public ::testing::Test {
       Json frame = Json::parse(r->body.substr(at + 6, r->body.find("\n\n", at) - at - 6));
       answer.model = frame["model"];
       const Json& choice = frame["choices"][0];
-      const Json& text = chat ? choice["delta"]["content"] : choice["text"];
+      // value(): the last frames may lack the field (a const [] must not miss).
+      const Json text = chat ? choice.value("delta", Json::object()).value("content", Json())
+                             : choice.value("text", Json());
       if (text.is_string()) answer.text += text.get<std::string>();
     }
     return answer;
