@@ -107,11 +107,11 @@ struct NodeOptions {
 // one gRPC server (RingServer). Create makes the parts (the model mapping
 // and what serves it to members, the thread pool, the peer client,
 // discovery); Start makes the rest (stage runtime, origin registry, layer
-// range keeper, gRPC service, cluster view, gauges, /metrics), hands each
-// part exactly what it uses, registers the service with the server, and
-// starts them; Stop stops them. Nothing reaches through it: ringlmd's main
-// gets the metrics registry and the parts the HTTP API's backend uses,
-// nothing else.
+// range keeper, gRPC service, cluster view, gauges), hands each part
+// exactly what it uses, registers the service with the server, and starts
+// them; Stop stops them. Nothing reaches through it: its owner (ModelHost)
+// gets the metrics registry, the parts the HTTP API's backend uses, and
+// what the server and the memory division need, nothing else.
 // Security: the service admits callers as docs/security.md says (the
 // server refuses a caller without a certificate at its headers, all but
 // Generate with the API key); announcements are authenticated, and the
