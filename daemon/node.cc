@@ -155,7 +155,10 @@ absl::Status Node::OpenModel(const std::string& state_dir) {
     b.static_peers = o.cluster.static_peers;
     b.fingerprint = o.model_fingerprint;
     b.patience = o.model_wait;
-    PeerClient client(o.rpc, identity_, node_id_);
+    // Members serving several models answer for the one named (ring_server.h).
+    RpcOptions rpc = o.rpc;
+    rpc.model_key = o.model_fingerprint;
+    PeerClient client(rpc, identity_, node_id_);
     RINGLM_ASSIGN_OR_RETURN(BootstrappedModel bootstrapped, BootstrapModel(b, client));
     model_cache_ = std::move(bootstrapped.cache);
     model_path = model_cache_->gguf_path();

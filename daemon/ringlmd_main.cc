@@ -47,9 +47,11 @@ void AddFlags(ArgParser& p) {
   p.AddFlag("model-from-peers",
             "no model file: learn the model from the cluster and fetch only this node's layers "
             "from members, verified, kept under --state-dir across restarts");
-  p.AddOption("model-fingerprint", "FP",
-              "with --model-from-peers: the model to fetch, as `ringlm status` names it "
-              "(default: the one model the members serve)");
+  p.AddRepeatedOption("model-fingerprint", "FP",
+                      "with --model-from-peers: the model to fetch, as `ringlm status` names it "
+                      "(default: the one model the members serve); repeat to fetch and serve "
+                      "several, each under its fingerprint, memory divided evenly (see "
+                      "--model-memory)");
   p.AddOption("model-cache-gb", "GB",
               "with --model-from-peers: disk for fetched layers; least recently used layers "
               "outside this node's range are dropped past it (default: no limit)");
@@ -262,7 +264,6 @@ absl::StatusOr<DaemonFlags> ReadFlags(const ArgParser& p) {
     return absl::InvalidArgumentError(
         "--model-fingerprint and --model-cache-gb go with --model-from-peers");
   }
-  o.model_fingerprint = p.GetString("model-fingerprint");
   if (p.Has("model-cache-gb")) {
     absl::StatusOr<double> gb = p.GetDouble("model-cache-gb");
     if (!gb.ok()) return gb.status();
@@ -401,6 +402,41 @@ absl::StatusOr<std::map<std::string, uint64_t>> ReadModelMemoryFlags(const ArgPa
   return fixed;
 }
 
+// With --model-from-peers: one NodeOptions per --model-fingerprint (or one
+// for the members' one model), each named by its fingerprint unless
+// --served-model-name names a lone one; memory divided evenly unless
+// --model-memory FP=MiB fixes a part.
+absl::StatusOr<std::vector<NodeOptions>> FromPeersNodeOptions(
+    const ArgParser& p, const NodeOptions& base, const std::vector<std::string>& served) {
+  std::vector<std::string> fingerprints = p.GetAll("model-fingerprint");
+  if (fingerprints.empty()) fingerprints.push_back("");
+  if (fingerprints.size() > 1 && !served.empty()) {
+    return absl::InvalidArgumentError("--served-model-name goes with one --model-fingerprint");
+  }
+  RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
+  std::vector<NodeOptions> models;
+  std::vector<std::optional<uint64_t>> fixed_bytes;
+  for (const std::string& fingerprint : fingerprints) {
+    NodeOptions o = base;
+    o.model_fingerprint = fingerprint;
+    o.names = served;
+    if (o.names.empty() && !fingerprint.empty()) o.names.push_back(fingerprint);
+    auto it = fixed.find(fingerprint);
+    fixed_bytes.push_back(it == fixed.end() ? std::nullopt : std::optional(it->second));
+    if (it != fixed.end()) fixed.erase(it);
+    models.push_back(std::move(o));
+  }
+  if (!fixed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no model has"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(
+      std::vector<MemoryPart> parts,
+      DivideMemory(std::vector<uint64_t>(models.size(), 1), fixed_bytes));  // evenly
+  for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
+  return models;
+}
+
 // One NodeOptions per model: `base` with each --model's file and names, and
 // its part of the memory (by file size). --served-model-name adds names to
 // a lone model.
@@ -413,11 +449,7 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(
     }
     served.push_back(name);
   }
-  if (base.model_from_peers) {
-    NodeOptions o = base;
-    o.names = served;
-    return std::vector<NodeOptions>{o};
-  }
+  if (base.model_from_peers) return FromPeersNodeOptions(p, base, served);
   // Every model to start with: --model's, then the models file's.
   struct Wanted {
     std::vector<std::string> names;

@@ -79,6 +79,9 @@ void LoopbackCluster::StartNode(size_t i) {
   if (i == 0) {
     argv.insert(argv.end(), options_.head_extra_args.begin(), options_.head_extra_args.end());
   }
+  if (i < options_.node_extra_args.size()) {
+    argv.insert(argv.end(), options_.node_extra_args[i].begin(), options_.node_extra_args[i].end());
+  }
   nodes_[i].reset();
   auto child = ChildProcess::Start(argv, absl::StrCat(dir_, "/node", i, ".log"));
   if (child.ok()) nodes_[i] = std::move(*child);

@@ -27,6 +27,8 @@ class LoopbackCluster {
     std::vector<size_t> api_nodes;             // these serve it too, each on api_port(i)
     std::vector<std::string> extra_args;       // for every node
     std::vector<std::string> head_extra_args;  // for node 0 only
+    // Per node (missing entries: none), after extra_args.
+    std::vector<std::vector<std::string>> node_extra_args;
     // With a cluster key (written to key_file()); false runs --insecure.
     bool secure = true;
     // Per node (missing entries: `model`): a file in the shared models folder

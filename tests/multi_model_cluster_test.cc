@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "inference/model.h"
 #include "tests/daemon_harness.h"
 #include "tests/generation_stream.h"
 #include "tests/local_generation.h"
@@ -355,6 +356,38 @@ TEST_F(MultiModelClusterTest, TheModelsFileIsReReadOnSighup) {
       << cluster.Logs();
   EXPECT_EQ(cluster.Greedy(0, kPrompts[0], kTokens),
             testing::LocalGreedy(testing::ModelPath("stories260K-f32.gguf"), kPrompts[0], kTokens));
+}
+
+// A node with no model files fetches both models' layers from the members
+// (--model-from-peers with two --model-fingerprint), and each model's ring
+// through it gives one process's ids.
+TEST_F(MultiModelClusterTest, ANodeFetchesTwoModelsFromPeers) {
+  std::string fingerprints[2];
+  const std::string files[2] = {testing::ModelPath("stories260K-f32.gguf"), LargeModel()};
+  for (int m = 0; m < 2; ++m) {
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(files[m], {});
+    ASSERT_TRUE(model.ok()) << model.status();
+    fingerprints[m] = (*model)->fingerprint();
+  }
+  LoopbackCluster::Options options;
+  options.model = "stories260K-f32.gguf";
+  options.node_models = {"stories260K-f32.gguf", "stories260K-f32.gguf",
+                         LoopbackCluster::kFromPeers};
+  options.node_extra_args = {
+      {"--model", "large=" + LargeModel()},
+      {"--model", "large=" + LargeModel()},
+      {"--model-fingerprint", fingerprints[0], "--model-fingerprint", fingerprints[1]}};
+  options.extra_args = {"--ctx-size", "256"};
+  LoopbackCluster cluster(options);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return cluster.AllFormed(fingerprints[0]) && cluster.AllFormed(fingerprints[1]); },
+      120s))
+      << cluster.Logs();
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_EQ(cluster.Greedy(2, kPrompts[m], kTokens, "--model " + fingerprints[m]),
+              testing::LocalGreedy(files[m], kPrompts[m], kTokens))
+        << files[m];
+  }
 }
 
 }  // namespace
