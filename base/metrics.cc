@@ -391,9 +391,11 @@ std::string MetricsRegistry::RenderPrometheusText(const std::vector<Labelled>& r
       Group& group = groups[it->second];
       if (group.first->kind != family->kind) continue;
       for (const auto& series : family->series) {
-        MetricLabels labels = series->labels;
-        labels.insert(labels.end(), r.labels.begin(), r.labels.end());
-        std::sort(labels.begin(), labels.end());
+        MetricLabels labels = series->labels;  // sorted already
+        if (!r.labels.empty()) {
+          labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+          std::sort(labels.begin(), labels.end());
+        }
         group.parts.push_back({series.get(), std::move(labels)});
       }
     }

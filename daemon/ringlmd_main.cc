@@ -402,6 +402,31 @@ absl::StatusOr<std::map<std::string, uint64_t>> ReadModelMemoryFlags(const ArgPa
   return fixed;
 }
 
+// Sets model i's memory part: --model-memory's for `keys[i]` (the name that
+// flag uses for it), else `own[i]` (a models file's memory_mb), else a share
+// of the rest in proportion to `sizes`. InvalidArgument for a --model-memory
+// name no model has.
+absl::Status AssignMemoryParts(const ArgParser& p, const std::vector<std::string>& keys,
+                               const std::vector<uint64_t>& sizes,
+                               const std::vector<std::optional<uint64_t>>& own,
+                               std::vector<NodeOptions>& models) {
+  RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
+  std::vector<std::optional<uint64_t>> fixed_bytes = own;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (auto it = fixed.find(keys[i]); it != fixed.end()) {
+      fixed_bytes[i] = it->second;
+      fixed.erase(it);
+    }
+  }
+  if (!fixed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no model has"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(std::vector<MemoryPart> parts, DivideMemory(sizes, fixed_bytes));
+  for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
+  return absl::OkStatus();
+}
+
 // With --model-from-peers: one NodeOptions per --model-fingerprint (or one
 // for the members' one model), each named by its fingerprint unless
 // --served-model-name names a lone one; memory divided evenly unless
@@ -413,27 +438,18 @@ absl::StatusOr<std::vector<NodeOptions>> FromPeersNodeOptions(
   if (fingerprints.size() > 1 && !served.empty()) {
     return absl::InvalidArgumentError("--served-model-name goes with one --model-fingerprint");
   }
-  RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
   std::vector<NodeOptions> models;
-  std::vector<std::optional<uint64_t>> fixed_bytes;
   for (const std::string& fingerprint : fingerprints) {
     NodeOptions o = base;
     o.model_fingerprint = fingerprint;
     o.names = served;
     if (o.names.empty() && !fingerprint.empty()) o.names.push_back(fingerprint);
-    auto it = fixed.find(fingerprint);
-    fixed_bytes.push_back(it == fixed.end() ? std::nullopt : std::optional(it->second));
-    if (it != fixed.end()) fixed.erase(it);
     models.push_back(std::move(o));
   }
-  if (!fixed.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no model has"));
-  }
-  RINGLM_ASSIGN_OR_RETURN(
-      std::vector<MemoryPart> parts,
-      DivideMemory(std::vector<uint64_t>(models.size(), 1), fixed_bytes));  // evenly
-  for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
+  // Evenly: the sizes are not known before the fetch.
+  RINGLM_RETURN_IF_ERROR(AssignMemoryParts(p, fingerprints, std::vector<uint64_t>(models.size(), 1),
+                                           std::vector<std::optional<uint64_t>>(models.size()),
+                                           models));
   return models;
 }
 
@@ -471,10 +487,9 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(
   if (wanted.size() > 1 && !base.draft_model_path.empty()) {
     return absl::InvalidArgumentError("--draft-model goes with one --model");
   }
-  RINGLM_ASSIGN_OR_RETURN(auto fixed, ReadModelMemoryFlags(p));
   std::vector<NodeOptions> models;
   std::vector<uint64_t> sizes;
-  std::vector<std::optional<uint64_t>> fixed_bytes;
+  std::vector<std::optional<uint64_t>> own;  // a models file's memory_mb
   for (Wanted& w : wanted) {
     std::error_code error;
     const uint64_t size = std::filesystem::file_size(w.path, error);
@@ -487,23 +502,13 @@ absl::StatusOr<std::vector<NodeOptions>> ModelNodeOptions(
     o.names = std::move(w.names);
     o.names.insert(o.names.end(), served.begin(), served.end());
     if (o.names.empty()) o.names.push_back(std::filesystem::path(w.path).stem().string());
-    if (auto it = fixed.find(o.names.front()); it != fixed.end()) {
-      fixed_bytes.push_back(it->second);
-      fixed.erase(it);
-    } else if (w.memory_bytes > 0) {
-      fixed_bytes.push_back(w.memory_bytes);
-    } else {
-      fixed_bytes.push_back(std::nullopt);
-    }
     models.push_back(std::move(o));
     sizes.push_back(size);
+    own.push_back(w.memory_bytes > 0 ? std::optional(w.memory_bytes) : std::nullopt);
   }
-  if (!fixed.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model-memory names '", fixed.begin()->first, "', which no model has"));
-  }
-  RINGLM_ASSIGN_OR_RETURN(std::vector<MemoryPart> parts, DivideMemory(sizes, fixed_bytes));
-  for (size_t i = 0; i < models.size(); ++i) models[i].memory_part = parts[i];
+  std::vector<std::string> keys;
+  for (const NodeOptions& o : models) keys.push_back(o.names.front());
+  RINGLM_RETURN_IF_ERROR(AssignMemoryParts(p, keys, sizes, own, models));
   return models;
 }
 

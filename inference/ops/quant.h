@@ -47,11 +47,15 @@ struct BlockQ5_0 {
 };
 static_assert(sizeof(BlockQ5_0) == 22, "BlockQ5_0 must match ggml's block_q5_0");
 
-// The 5-bit value j (0..31) of a Q5_0 block, minus 16.
-inline int Q5_0Value(const BlockQ5_0& b, int j) {
-  const int low = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
-  return (low | (((b.qh[j / 8] >> (j % 8)) & 1) << 4)) - 16;
+// The 5-bit value j (0..31) of a Q5_0 or Q5_1 block: the nibble of qs (value
+// j + 16 in the high one) and bit j of the little-endian qh.
+inline int FiveBitValue(const uint8_t* qs, const uint8_t* qh, int j) {
+  const int low = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+  return low | (((qh[j / 8] >> (j % 8)) & 1) << 4);
 }
+
+// The 5-bit value j (0..31) of a Q5_0 block, minus 16.
+inline int Q5_0Value(const BlockQ5_0& b, int j) { return FiveBitValue(b.qs, b.qh, j) - 16; }
 
 inline constexpr int64_t kQ4_1BlockSize = 32;
 
@@ -77,10 +81,7 @@ struct BlockQ5_1 {
 static_assert(sizeof(BlockQ5_1) == 24, "BlockQ5_1 must match ggml's block_q5_1");
 
 // The 5-bit value j (0..31) of a Q5_1 block.
-inline int Q5_1Value(const BlockQ5_1& b, int j) {
-  const int low = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
-  return low | (((b.qh[j / 8] >> (j % 8)) & 1) << 4);
-}
+inline int Q5_1Value(const BlockQ5_1& b, int j) { return FiveBitValue(b.qs, b.qh, j); }
 
 // Activations for Q4_1/Q5_1 dot products: Q8_0's d and qs, plus
 // s = d * sum(qs) as f16 (d before its rounding to f16).
