@@ -90,6 +90,10 @@ uint64_t ModelHost::HeldBytes() const {
 absl::StatusOr<ApiModel> ModelHost::Load(const ModelLoadRequest& request) {
   absl::MutexLock lock(&mu_);
   if (stopped_ || server_ == nullptr) return absl::UnavailableError("the daemon is stopping");
+  if (models_.size() >= kMaxModels) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("this daemon serves ", models_.size(), " models, the most it may"));
+  }
   if (FindServed(request.name) != models_.end()) {
     return absl::AlreadyExistsError(
         absl::StrCat("a model is already served as '", request.name, "'"));

@@ -60,6 +60,7 @@ class ModelHost {
   //   FailedPrecondition: not enough memory left on this node, or its steps
   //     are larger than the server accepts (fixed at start);
   //   AlreadyExists: the name is taken;
+  //   FailedPrecondition: kMaxModels are served already;
   //   the model file's own error (a missing file, a GGUF that does not parse).
   absl::StatusOr<ApiModel> Load(const ModelLoadRequest& request);
 
@@ -70,6 +71,8 @@ class ModelHost {
   // FailedPrecondition for the last model, or past kMaxUnloaded.
   absl::StatusOr<size_t> Unload(const std::string& name, std::chrono::milliseconds drain);
   static constexpr size_t kMaxUnloaded = 32;
+  // Models one daemon serves at once at most (each runs a ring's threads).
+  static constexpr size_t kMaxModels = 16;
 
   // The daemon's own metrics (the API's admission), then each model's,
   // labelled model="NAME" when there are several.
