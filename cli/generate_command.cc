@@ -11,6 +11,7 @@
 #include "inference/generator.h"
 #include "inference/kernel_flags.h"
 #include "inference/ops/thread_pool.h"
+#include "inference/sampling/speculation.h"
 
 namespace ringlm {
 namespace {
@@ -43,6 +44,10 @@ void AddGenerateOptions(ArgParser& p) {
   p.AddFlag("no-speculation",
             "with --cluster: no speculative decoding for this request (the same text; for "
             "measuring what it gains)");
+  p.AddOption("steps-in-flight", "N",
+              "with --cluster: speculative steps that may travel the ring at once (1 to 4; 0 = "
+              "the head's --steps-in-flight)",
+              "0");
   p.AddOption("timeout", "SECONDS", "with --cluster: give up after this long", "600");
   AddClientSecurityFlags(p);
 }
@@ -131,6 +136,9 @@ int GenerateOnCluster(const ArgParser& p, const GenerateOptions& options, std::o
   }
   request.set_hidden_dtype(dtype == "f16" ? v1::DTYPE_F16 : v1::DTYPE_F32);
   request.set_no_speculation(p.GetFlag("no-speculation"));
+  absl::StatusOr<int64_t> in_flight = p.GetInt("steps-in-flight", 0, kMaxStepsInFlight);
+  if (!in_flight.ok()) return Fail(in_flight.status(), err);
+  request.set_steps_in_flight(static_cast<uint32_t>(*in_flight));
   absl::StatusOr<int64_t> timeout = p.GetInt("timeout", 1, 86400);
   if (!timeout.ok()) return Fail(timeout.status(), err);
 

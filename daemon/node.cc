@@ -202,6 +202,8 @@ void Node::MakeRing() {
   StageOptions stage_options;
   stage_options.sessions = o.sessions;
   stage_options.forward_seconds = metrics_->forward_seconds;
+  stage_options.steps_ahead = metrics_->steps_ahead;
+  stage_options.steps_voided = metrics_->steps_voided;
   stage_options.batch_steps = metrics_->batch_steps;
   stage_options.batch_tokens = metrics_->batch_tokens;
   stage_options.queue_wait_seconds = metrics_->queue_wait_seconds;

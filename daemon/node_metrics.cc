@@ -69,6 +69,15 @@ absl::StatusOr<std::unique_ptr<NodeMetrics>> NodeMetrics::Create() {
         return all > 0 ? static_cast<double>(accepted->Value()) / all : 0.0;
       }));
   RINGLM_ASSIGN_OR_RETURN(
+      m->steps_ahead,
+      r.AddCounter("ringlm_speculation_steps_ahead_total",
+                   "Steps this node, as a last stage, sent before the ones ahead of them were "
+                   "verified (steps in flight)."));
+  RINGLM_ASSIGN_OR_RETURN(
+      m->steps_voided,
+      r.AddCounter("ringlm_speculation_voided_steps_total",
+                   "Steps in flight that a rejection voided; every stage drops them."));
+  RINGLM_ASSIGN_OR_RETURN(
       m->origin.request_acceptance,
       r.AddHistogram("ringlm_speculation_request_acceptance",
                      "Per finished request that drafted: the share of its drafts accepted.",

@@ -29,6 +29,9 @@ struct NodeMetrics {
   Histogram* queue_wait_seconds = nullptr;
   // How long the stage waited for its turn at the machine's cores.
   Histogram* turn_wait_seconds = nullptr;
+  // Speculative steps this node, as a last stage, sent ahead, and those voided.
+  Counter* steps_ahead = nullptr;
+  Counter* steps_voided = nullptr;
   // Model distribution: what this node fetched, and what it served.
   LayerFetcherMetrics fetch;
   ModelShareMetrics share;

@@ -12,6 +12,7 @@
 #include "daemon/rpc/peer_client.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/kv_cache.h"
+#include "inference/sampling/speculation.h"
 #include "inference/stage_weights.h"
 #include "security/bearer_token.h"
 #include "security/crypto.h"
@@ -111,6 +112,11 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateEvent> {
     generation.ignore_eos = request.limits().ignore_eos();
     generation.f16_hidden = request.hidden_dtype() == v1::DTYPE_F16;
     generation.speculate = !request.no_speculation();
+    if (request.steps_in_flight() > kMaxStepsInFlight) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("steps_in_flight must be at most ", kMaxStepsInFlight));
+    }
+    generation.steps_in_flight = request.steps_in_flight();
     RINGLM_ASSIGN_OR_RETURN(OriginRequest r, parts_.origin->Prepare(std::move(generation)));
     request_id_ = r.request_id;
 
@@ -262,6 +268,18 @@ class NodeService final : public v1::RingNode::CallbackService {
     if (s.ok()) s = CheckVersion(request->protocol_version());
     if (s.ok()) s = Ready();
     if (s.ok()) s = parts_.stage->Cancel(request->request_id(), *caller);
+    reply->set_protocol_version(kVersion);
+    return Done(ctx, s);
+  }
+
+  grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext* ctx,
+                                     const v1::RollbackRequest* request,
+                                     v1::RollbackReply* reply) override {
+    absl::StatusOr<Caller> caller = Member(ctx);
+    absl::Status s = caller.status();
+    if (s.ok()) s = CheckVersion(request->protocol_version());
+    if (s.ok()) s = Ready();
+    if (s.ok()) s = parts_.stage->Rollback(*request, *caller);
     reply->set_protocol_version(kVersion);
     return Done(ctx, s);
   }

@@ -80,6 +80,11 @@ class ModelRouter final : public v1::RingNode::CallbackService {
                                    v1::CancelReply* reply) override {
     return Unary(ctx, &v1::RingNode::CallbackService::Cancel, req, reply);
   }
+  grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext* ctx,
+                                     const v1::RollbackRequest* req,
+                                     v1::RollbackReply* reply) override {
+    return Unary(ctx, &v1::RingNode::CallbackService::Rollback, req, reply);
+  }
   grpc::ServerUnaryReactor* CacheStats(grpc::CallbackServerContext* ctx,
                                        const v1::CacheStatsRequest* req,
                                        v1::CacheStatsReply* reply) override {

@@ -115,6 +115,12 @@ void AddFlags(ArgParser& p) {
               "them all in one trip around the ring (the reply is the same; 0 = never, at most "
               "16)",
               "8");
+  p.AddOption("steps-in-flight", "N",
+              "speculative decoding: while one step checks its drafts, the last stage may send "
+              "up to N-1 more steps of guesses after it, betting that the drafts before them "
+              "are accepted, once a request's guesses have been matching; a lost bet voids "
+              "them on every stage (the reply is the same; 1 = one step at a time, at most 4)",
+              "3");
   p.AddOption("recovery-timeout-ms", "MS",
               "how long a recovering request waits for the nodes to agree on a new plan", "15000");
   p.AddOption("busy-prefill-chunk-per-stream", "N",
@@ -294,12 +300,14 @@ absl::StatusOr<DaemonFlags> ReadFlags(const ArgParser& p) {
   auto recoveries = p.GetInt("max-recoveries", 0, 100);
   auto recovery_wait = p.GetInt("recovery-timeout-ms", 100, 600000);
   auto max_drafts = p.GetInt("max-drafts", 0, kMaxDrafts);
+  auto in_flight = p.GetInt("steps-in-flight", 1, kMaxStepsInFlight);
   auto busy_chunk = p.GetInt("busy-prefill-chunk", 1, 512);
   auto per_stream = p.GetInt("busy-prefill-chunk-per-stream", 1, 512);
   for (const absl::Status& s :
        {grpc_port.status(), disc_port.status(), interval.status(), expiry.status(), kv.status(),
         sessions.status(), rpc.status(), progress.status(), recoveries.status(),
-        recovery_wait.status(), busy_chunk.status(), per_stream.status(), max_drafts.status()}) {
+        recovery_wait.status(), busy_chunk.status(), per_stream.status(), max_drafts.status(),
+        in_flight.status()}) {
     if (!s.ok()) return s;
   }
   grpc_port_flag = static_cast<uint16_t>(*grpc_port);
@@ -318,6 +326,7 @@ absl::StatusOr<DaemonFlags> ReadFlags(const ArgParser& p) {
   o.origin.max_recoveries = static_cast<uint32_t>(*recoveries);
   o.origin.recovery_timeout = std::chrono::milliseconds(*recovery_wait);
   o.origin.max_drafts = static_cast<uint32_t>(*max_drafts);
+  o.origin.steps_in_flight = static_cast<uint32_t>(*in_flight);
   o.origin.busy_chunk_tokens = static_cast<uint32_t>(*busy_chunk);
   o.origin.busy_chunk_tokens_per_stream = static_cast<uint32_t>(*per_stream);
   absl::StatusOr<double> busy_depth = p.GetDouble("busy-prefill-depth");

@@ -6,20 +6,24 @@ by deploy/delay_proxy.py (this kernel has no netem).
 Each node binds 127.0.0.1:PORT and advertises 127.0.0.2:PORT, where a proxy
 relays to it after --delay-ms each way, so every hop between stages pays
 the delay (--delay-ms 0: no proxy, the nodes talk directly); the client
-talks to the head directly. Runs alternate
-(speculation on, off, on, ...) --repeats times; the best of each is shown:
+talks to the head directly. Runs alternate (plain, speculating with one
+step in flight, speculating with --steps-in-flight steps, plain, ...)
+--repeats times; the best of each is shown:
 
   mode  prompt  ms_per_token  tokens_per_s  tokens_per_trip  acceptance  speedup
 
-one row pair per prompt (--prompts, separated by '|'). tokens_per_trip =
+rows per prompt (--prompts, separated by '|'); speedup is over plain, and
+a last line gives the speedup of several steps in flight over one.
+tokens_per_trip =
 tokens / (tokens - accepted drafts); acceptance = accepted drafts / drafts
 checked (from the head's /metrics, per run). The replies with and without
-speculation must be the same, or the script fails. With --draft-model, a
+modes must be the same, or the script fails. With --draft-model, a
 second ring whose nodes run it (ringlmd --draft-model) is measured the same
 way.
 
   deploy/bench-speculation.py [--model FILE] [--draft-model FILE] [--nodes 3]
-      [--delay-ms 1] [--tokens 200] [--max-drafts 8] [--repeats 3] [--threads 1]
+      [--delay-ms 1] [--tokens 200] [--max-drafts 8] [--steps-in-flight 3]
+      [--repeats 3] [--threads 1]
 
 Default model: ../shared/models/stories260K-f32.gguf beside the checkout.
 Standard library only; loopback addresses only.
@@ -91,10 +95,19 @@ def stop(procs):
             proc.kill()
 
 
+def modes(a):
+    """The modes measured, as (name, extra `ringlm generate` flags)."""
+    plain = ("plain", ["--no-speculation"])
+    if a.steps_in_flight == 1:
+        return [plain, ("1 in flight", ["--steps-in-flight", "1"])]
+    return [plain, ("1 in flight", ["--steps-in-flight", "1"]),
+            (f"{a.steps_in_flight} in flight", ["--steps-in-flight", str(a.steps_in_flight)])]
+
+
 def measure(a, head, key, prompt):
-    """Best of a.repeats runs with speculation and without, alternating:
-    {True: (ms, drafted, accepted, tokens), False: ...}, after checking that
-    both gave the same reply."""
+    """Best of a.repeats runs of each mode, alternating:
+    {mode: (ms, drafted, accepted, tokens)}, after checking that every
+    run gave the same reply."""
 
     def metrics():
         r = run([a.ringlm, "status", "--json", "--node", head, "--cluster-key", key])
@@ -104,13 +117,11 @@ def measure(a, head, key, prompt):
                 return m.get("drafted_tokens", 0), m.get("accepted_draft_tokens", 0)
         return 0, 0
 
-    def generate(speculate):
+    def generate(extra):
         before = metrics()
         cmd = [a.ringlm, "generate", "--cluster", head, "--cluster-key", key, "--prompt",
                prompt, "--temp", "0", "-n", str(a.tokens), "--ignore-eos", "--timings", "--json"]
-        if not speculate:
-            cmd.append("--no-speculation")
-        r = run(cmd)
+        r = run(cmd + extra)
         if r.returncode != 0:
             sys.exit("bench-speculation: generate failed: " + r.stderr)
         m = re.search(r"([\d.]+) ms/token", r.stderr)
@@ -118,17 +129,15 @@ def measure(a, head, key, prompt):
         return (json.loads(r.stdout)["ids"], float(m.group(1)), after[0] - before[0],
                 after[1] - before[1])
 
-    best, ids = {}, {}
+    best, ids = {}, None
     for _ in range(a.repeats):
-        for speculate in (True, False):
-            got, ms, drafted, accepted = generate(speculate)
-            ids.setdefault(speculate, got)
-            if got != ids[speculate]:
-                sys.exit("bench-speculation: the same request gave different replies")
-            if speculate not in best or ms < best[speculate][0]:
-                best[speculate] = (ms, drafted, accepted, len(got))
-    if ids[True] != ids[False]:
-        sys.exit(f"bench-speculation: speculation changed the reply to '{prompt}'")
+        for mode, extra in modes(a):
+            got, ms, drafted, accepted = generate(extra)
+            ids = ids if ids is not None else got
+            if got != ids:
+                sys.exit(f"bench-speculation: '{mode}' changed the reply to '{prompt}'")
+            if mode not in best or ms < best[mode][0]:
+                best[mode] = (ms, drafted, accepted, len(got))
     return best
 
 
@@ -136,7 +145,7 @@ def row(name, prompt, result, plain_ms):
     ms, drafted, accepted, n = result
     trip = n / max(1, n - accepted)
     acceptance = accepted / drafted if drafted else 0.0
-    print(f"{name:<12} {prompt[:18]:<18} {ms:12.3f} {1000 / ms:12.1f} {trip:15.2f} "
+    print(f"{name:<24} {prompt[:18]:<18} {ms:12.3f} {1000 / ms:12.1f} {trip:15.2f} "
           f"{acceptance:10.2f} {plain_ms / ms:7.2f}x", flush=True)
 
 
@@ -149,6 +158,8 @@ def main():
     p.add_argument("--delay-ms", type=float, default=1.0)
     p.add_argument("--tokens", type=int, default=200)
     p.add_argument("--max-drafts", type=int, default=8)
+    p.add_argument("--steps-in-flight", type=int, default=3, choices=range(1, 5),
+                   help="steps in flight to compare with one (1 to 4)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--prompts", default="Lily and Tom|Once upon a time|The cat|One day",
@@ -171,17 +182,24 @@ def main():
             print(f"{name}: model {os.path.basename(a.model)}, {a.nodes} nodes {split}, "
                   f"{a.delay_ms} ms one-way per link, {a.tokens} tokens, max {a.max_drafts} "
                   f"drafts, best of {a.repeats}", flush=True)
-            print(f"{'mode':<12} {'prompt':<18} {'ms_per_token':>12} {'tokens_per_s':>12} "
+            print(f"{'mode':<24} {'prompt':<18} {'ms_per_token':>12} {'tokens_per_s':>12} "
                   f"{'tokens_per_trip':>15} {'acceptance':>10} {'speedup':>8}", flush=True)
-            total = {True: 0.0, False: 0.0}
+            total = {mode: 0.0 for mode, _ in modes(a)}
             for prompt in prompts:
                 best = measure(a, head, key, prompt)
-                row("plain", prompt, best[False], best[False][0])
-                row(name, prompt, best[True], best[False][0])
-                for speculate in (True, False):
-                    total[speculate] += best[speculate][0]
-            print(f"{name}: over the prompts, {total[False] / total[True]:.2f}x the plain "
-                  "tokens/s (sum of ms/token, plain over speculating)\n", flush=True)
+                for mode, _ in modes(a):
+                    label = mode if mode == "plain" else f"{name}, {mode}"
+                    row(label, prompt, best[mode], best["plain"][0])
+                    total[mode] += best[mode][0]
+            # Sums of ms/token: the ratio of the tokens/s over all prompts.
+            for mode, _ in modes(a)[1:]:
+                print(f"{name}, {mode}: over the prompts, {total['plain'] / total[mode]:.2f}x "
+                      "the plain tokens/s", flush=True)
+            if a.steps_in_flight > 1:
+                several = modes(a)[2][0]
+                print(f"{name}: {several} over 1 in flight: "
+                      f"{total['1 in flight'] / total[several]:.2f}x", flush=True)
+            print(flush=True)
             stop(procs)
             procs = []
     finally:

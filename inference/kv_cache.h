@@ -94,6 +94,12 @@ class KvCache {
   // cache (Truncate(0)) drops it.
   void MarkRoundedInputs() { rounded_inputs_ = true; }
   bool rounded_inputs() const { return rounded_inputs_; }
+  // The label its user gave the last writer of its positions (a stage runs
+  // several requests on one conversation's cache, one after another): so a
+  // late correction meant for one writer is not applied to the next. 0 =
+  // none; a fork starts with none.
+  void set_writer(uint64_t writer) { writer_ = writer; }
+  uint64_t writer() const { return writer_; }
 
   // Row of `n_embd_kv` f16 values; `layer` is relative to the stage's first
   // layer. Valid for positions Reserve made room for. Rows of positions in
@@ -134,6 +140,7 @@ class KvCache {
   std::vector<std::shared_ptr<Block>> blocks_;  // [pos / kKvBlockTokens]
   std::vector<int32_t> tokens_;                 // [pos]
   bool rounded_inputs_ = false;
+  uint64_t writer_ = 0;
 };
 
 }  // namespace ringlm

@@ -41,6 +41,9 @@ struct GenerationRequest {
   // Let the last stage speculate (up to the origin's max_drafts drafts a
   // step): the reply is the same either way, only its speed differs.
   bool speculate = true;
+  // Steps that may travel the ring at once when speculating (1 to
+  // kMaxStepsInFlight); 0 = the origin's OriginOptions::steps_in_flight.
+  uint32_t steps_in_flight = 0;
 };
 
 }  // namespace ringlm

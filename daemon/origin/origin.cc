@@ -93,6 +93,9 @@ absl::StatusOr<OriginRequest> OriginRegistry::Prepare(GenerationRequest request)
   }
   request.top_logprobs = std::clamp(request.top_logprobs, 0, kMaxTopLogprobs);
   r.max_drafts = request.speculate ? context_.options.max_drafts : 0;
+  r.steps_in_flight = request.steps_in_flight > 0
+                          ? std::min(request.steps_in_flight, kMaxStepsInFlight)
+                          : context_.options.steps_in_flight;
   r.generation = std::move(request);
   return r;
 }

@@ -60,6 +60,9 @@ struct OriginOptions {
   // last stage chooses how many a request's steps carry from how its drafts
   // fare (DraftBudget). 0 = never speculate.
   uint32_t max_drafts = 8;
+  // Steps of one request that may travel the ring at once (up to
+  // kMaxStepsInFlight; Speculation.steps_in_flight).
+  uint32_t steps_in_flight = 3;
   // Recoveries per request at most; the next failure ends it with an error.
   uint32_t max_recoveries = 3;
   // How long a recovery waits for the nodes to agree on a new plan.

@@ -47,6 +47,7 @@ struct OriginRequest {
   // Drafts per step the last stage may check (OriginOptions::max_drafts, 0
   // when the request does not speculate).
   uint32_t max_drafts = 0;
+  uint32_t steps_in_flight = 1;  // OriginOptions::steps_in_flight
 
   const std::string& session_id() const { return generation.reuse.session_id; }
 };

@@ -140,7 +140,10 @@ v1::StageStepRequest PromptPump::PromptStep(const ActiveRequest& a, const std::s
     step.mutable_logprobs()->set_top(static_cast<uint32_t>(g.top_logprobs));
     step.set_constraint(g.constraint);
     step.set_wire_dtype(g.f16_hidden ? v1::DTYPE_F16 : v1::DTYPE_F32);
-    if (r.max_drafts > 0) step.mutable_speculation()->set_max_drafts(r.max_drafts);
+    if (r.max_drafts > 0) {
+      step.mutable_speculation()->set_max_drafts(r.max_drafts);
+      step.mutable_speculation()->set_steps_in_flight(r.steps_in_flight);
+    }
   } else {
     step.set_parts_omitted(true);
   }

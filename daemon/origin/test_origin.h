@@ -42,6 +42,10 @@ class RecordingTransport : public Transport {
     cancels_.push_back(absl::StrCat(to, " ", id));
     return absl::OkStatus();
   }
+  // Origins never roll back (only last stages do).
+  absl::Status Rollback(const std::string&, const v1::RollbackRequest&) override {
+    return absl::UnimplementedError("an origin does not roll back");
+  }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }

@@ -140,6 +140,16 @@ absl::Status PeerClient::Cancel(const std::string& address, const std::string& r
   return FromGrpc(Stub(address)->Cancel(&ctx, req, &reply), address);
 }
 
+absl::Status PeerClient::Rollback(const std::string& address, const v1::RollbackRequest& request) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, options_.control_timeout);
+  InFlight in_flight(this, address, &ctx);
+  v1::RollbackRequest req = request;
+  req.set_protocol_version(kVersion);
+  v1::RollbackReply reply;
+  return FromGrpc(Stub(address)->Rollback(&ctx, req, &reply), address);
+}
+
 absl::Status PeerClient::DropSession(const std::string& address, const std::string& session_id) {
   grpc::ClientContext ctx;
   Prepare(ctx, options_.control_timeout);

@@ -66,6 +66,7 @@ class PeerClient {
   absl::Status DeliverToken(const std::string& address, const v1::DeliverTokenRequest& request,
                             v1::DeliverTokenReply* reply);
   absl::Status Cancel(const std::string& address, const std::string& request_id);
+  absl::Status Rollback(const std::string& address, const v1::RollbackRequest& request);
   absl::Status DropSession(const std::string& address, const std::string& session_id);
   // AdoptPrefixReply.adopted.
   absl::StatusOr<uint32_t> AdoptPrefix(const std::string& address,

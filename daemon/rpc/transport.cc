@@ -47,6 +47,12 @@ absl::Status MemberTransport::Cancel(const std::string& to, const std::string& r
   return client_->Cancel(address, request_id);
 }
 
+absl::Status MemberTransport::Rollback(const std::string& to, const v1::RollbackRequest& request) {
+  if (to == self_id_) return stage_->Rollback(request, Caller::Self(self_id_));
+  RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));
+  return client_->Rollback(address, request);
+}
+
 absl::Status MemberTransport::DropSession(const std::string& to, const std::string& session_id) {
   if (to == self_id_) return stage_->DropSession(session_id, Caller::Self(self_id_)).status();
   RINGLM_ASSIGN_OR_RETURN(std::string address, Resolve(to));

@@ -31,6 +31,7 @@ class Transport {
                                     const v1::DeliverTokenRequest& request,
                                     v1::DeliverTokenReply* reply) = 0;
   virtual absl::Status Cancel(const std::string& to, const std::string& request_id) = 0;
+  virtual absl::Status Rollback(const std::string& to, const v1::RollbackRequest& request) = 0;
   virtual absl::Status DropSession(const std::string& to, const std::string& session_id) = 0;
   // Positions of the offered prefix node `to` now holds in the caller's
   // session (AdoptPrefixReply.adopted).
@@ -48,6 +49,7 @@ class LocalStage {
   virtual ~LocalStage() = default;
   virtual absl::Status Enqueue(v1::StageStepRequest request, const Caller& caller) = 0;
   virtual absl::Status Cancel(const std::string& request_id, const Caller& caller) = 0;
+  virtual absl::Status Rollback(const v1::RollbackRequest& request, const Caller& caller) = 0;
   // True when a session was dropped.
   virtual absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) = 0;
   virtual absl::StatusOr<uint32_t> AdoptPrefix(const v1::AdoptPrefixRequest& request,
@@ -87,6 +89,7 @@ class MemberTransport : public Transport {
   absl::Status DeliverToken(const std::string& origin, const v1::DeliverTokenRequest& request,
                             v1::DeliverTokenReply* reply) override;
   absl::Status Cancel(const std::string& to, const std::string& request_id) override;
+  absl::Status Rollback(const std::string& to, const v1::RollbackRequest& request) override;
   absl::Status DropSession(const std::string& to, const std::string& session_id) override;
   absl::StatusOr<uint32_t> AdoptPrefix(const std::string& to,
                                        const v1::AdoptPrefixRequest& request) override;

@@ -28,7 +28,7 @@ constexpr char kSelf[] = "self";
 class FakeLocalStage : public LocalStage {
  public:
   struct Call {
-    std::string kind;  // "enqueue", "cancel", "drop" or "adopt"
+    std::string kind;  // "enqueue", "cancel", "rollback", "drop" or "adopt"
     std::string id;    // request id (enqueue, cancel) or session id (drop, adopt)
     Caller caller;
   };
@@ -38,6 +38,9 @@ class FakeLocalStage : public LocalStage {
   }
   absl::Status Cancel(const std::string& request_id, const Caller& caller) override {
     return Record("cancel", request_id, caller);
+  }
+  absl::Status Rollback(const v1::RollbackRequest& request, const Caller& caller) override {
+    return Record("rollback", request.request_id(), caller);
   }
   absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) override {
     RINGLM_RETURN_IF_ERROR(Record("drop", session_id, caller));
@@ -142,6 +145,13 @@ class FakePeerService final : public v1::RingNode::CallbackService {
                                    v1::CancelReply* /*reply*/) override {
     absl::MutexLock lock(&mu_);
     calls_.push_back({"cancel", request->request_id(), Claimed(*ctx)});
+    return Done(ctx);
+  }
+  grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext* ctx,
+                                     const v1::RollbackRequest* request,
+                                     v1::RollbackReply* /*reply*/) override {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back({"rollback", request->request_id(), Claimed(*ctx)});
     return Done(ctx);
   }
   grpc::ServerUnaryReactor* DropSession(grpc::CallbackServerContext* ctx,
@@ -302,9 +312,14 @@ TEST_F(MemberTransportTest, CallsToThisNodeGoToItsOwnStageAsSelf) {
   ASSERT_TRUE(transport_->Cancel(kSelf, "r2#0").ok());
   ASSERT_TRUE(transport_->DropSession(kSelf, "origin/s9").ok());
   EXPECT_EQ(*transport_->AdoptPrefix(kSelf, Offer("origin/s8")), 32u);
+  v1::RollbackRequest rollback;
+  rollback.set_request_id("r3#0");
+  ASSERT_TRUE(transport_->Rollback(kSelf, rollback).ok());
 
   const std::vector<FakeLocalStage::Call> calls = stage_.calls();
-  ASSERT_EQ(calls.size(), 4u);
+  ASSERT_EQ(calls.size(), 5u);
+  EXPECT_EQ(calls[4].kind, "rollback");
+  EXPECT_EQ(calls[4].id, "r3#0");
   EXPECT_EQ(calls[3].kind, "adopt");
   EXPECT_EQ(calls[3].id, "origin/s8");
   EXPECT_EQ(calls[0].kind, "enqueue");
@@ -390,9 +405,14 @@ TEST_F(MemberTransportTest, CallsToAMemberGoOverGrpcToItsProvenAddress) {
   ASSERT_TRUE(transport_->Cancel("b", "r2#0").ok());
   ASSERT_TRUE(transport_->DropSession("b", "origin/s3").ok());
   EXPECT_EQ(*transport_->AdoptPrefix("b", Offer("origin/s4")), 16u);
+  v1::RollbackRequest rollback;
+  rollback.set_request_id("r5#0");
+  ASSERT_TRUE(transport_->Rollback("b", rollback).ok());
 
   const std::vector<FakePeerService::Call> calls = peer_.calls();
-  ASSERT_EQ(calls.size(), 5u);
+  ASSERT_EQ(calls.size(), 6u);
+  EXPECT_EQ(calls[5].kind, "rollback");
+  EXPECT_EQ(calls[5].id, "r5#0");
   EXPECT_EQ(calls[4].kind, "adopt");
   EXPECT_EQ(calls[4].id, "origin/s4");
   EXPECT_EQ(calls[0].kind, "step");

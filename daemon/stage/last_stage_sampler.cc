@@ -10,6 +10,17 @@
 #include "inference/sampling/logprobs.h"
 
 namespace ringlm {
+namespace {
+
+// A step is sent ahead only when it is at least this likely to stand.
+constexpr double kAheadOdds = 0.6;
+
+// The steps in flight behind the one being verified.
+uint32_t Waiting(const StepChain& chain) {
+  return chain.in_flight() > 1 ? static_cast<uint32_t>(chain.in_flight() - 1) : 0;
+}
+
+}  // namespace
 
 LastStageSampler::LastStageSampler(const Tokenizer& tokenizer, uint32_t context_size,
                                    size_t max_samplers, DraftModel* draft_model)
@@ -86,15 +97,107 @@ absl::StatusOr<LastStageSampler::Outcome> LastStageSampler::Sample(
     outcome.deliveries.front().set_drafted(drafts);
     outcome.deliveries.front().set_accepted(outcome.accepted);
   }
-  if (state.budget != nullptr) state.budget->Record(drafts, outcome.accepted, trip_seconds);
+  // With steps in flight, the time since this request's last sampling is
+  // not a trip of the ring.
+  const bool pipelined = state.chain.in_flight() > 1;
+  if (state.budget != nullptr) {
+    state.budget->Record(drafts, outcome.accepted, pipelined ? 0 : trip_seconds);
+  }
+  const uint32_t held = static_cast<uint32_t>(history.size());
+  outcome.valid = base + outcome.accepted;
   if (finished) {
+    // Other stages may hold this step's rejected drafts, or steps sent
+    // ahead: nothing follows to truncate them.
+    if (state.chain.End(held) > outcome.valid || state.chain.blind()) {
+      outcome.rollback = Rollback{state.chain.branch() + 1, outcome.valid};
+    }
+    outcome.steps_voided = Waiting(state.chain);
     Forget(request.request_id());
     return outcome;
   }
-  const v1::DeliverTokenRequest& last = outcome.deliveries.back();
-  outcome.drafts = NextDrafts(request, state, history.first(base + outcome.accepted), last.token(),
-                              last.index() + 1);
+  PlanSteps(request, state, history.first(held), outcome);
   return outcome;
+}
+
+void LastStageSampler::PlanSteps(const v1::StageStepRequest& request, State& state,
+                                 std::span<const int32_t> history, Outcome& outcome) {
+  const uint32_t held = static_cast<uint32_t>(history.size());
+  const uint32_t valid = outcome.valid;
+  const v1::DeliverTokenRequest& last = outcome.deliveries.back();
+  const int32_t token = last.token();
+  // What a stage may hold past `valid`: this step's rejected drafts, the
+  // steps in flight, or, when the chain lost track, any of them.
+  const uint32_t beyond =
+      state.chain.blind() ? kMaxDiscard : std::max(held, state.chain.End(held)) - valid;
+  const uint32_t waiting = Waiting(state.chain);
+  const StepChain::Next next = state.chain.Advance(valid, token);
+  if (next == StepChain::Next::kVoided) {
+    outcome.rollback = Rollback{state.chain.branch(), valid};
+    outcome.steps_voided = waiting;
+  }
+  if (next != StepChain::Next::kContinues) {
+    NextStep& step = outcome.steps.emplace_back();
+    step.position = valid;
+    step.generated = last.index() + 1;
+    step.discard = beyond;
+    step.branch = state.chain.branch();
+    step.tokens.push_back(token);
+    if (state.budget != nullptr) {
+      lookup_.assign(history.begin(), history.begin() + valid);
+      lookup_.push_back(token);
+      const uint32_t room = Room(request, valid, last.index());
+      const uint32_t k = std::min(state.budget->Next(), room - 1);
+      std::vector<int32_t> drafts = Guesses(request, lookup_, k);
+      step.tokens.insert(step.tokens.end(), drafts.begin(), drafts.end());
+    }
+    state.chain.Sent(step.position, step.tokens);
+  }
+  // Steps sent ahead: each bets that every guess before it matches.
+  const uint32_t max_in_flight =
+      std::clamp(request.speculation().steps_in_flight(), 1u, kMaxStepsInFlight);
+  while (state.budget != nullptr && state.chain.in_flight() < max_in_flight &&
+         state.budget->MatchOdds(static_cast<uint32_t>(state.chain.tokens().size())) >=
+             kAheadOdds) {
+    const uint32_t position = state.chain.End(valid);
+    const uint32_t index = last.index() + (position - valid);  // of its first token
+    const uint32_t count = std::min(state.budget->Next() + 1, Room(request, position, index));
+    if (count == 0) break;
+    lookup_.assign(history.begin(), history.begin() + valid);
+    lookup_.insert(lookup_.end(), state.chain.tokens().begin(), state.chain.tokens().end());
+    std::vector<int32_t> guesses = Guesses(request, lookup_, count);
+    if (guesses.empty()) break;
+    ++outcome.steps_ahead;
+    NextStep& step = outcome.steps.emplace_back();
+    step.position = position;
+    step.generated = index + 1;
+    step.branch = state.chain.branch();
+    step.tokens = std::move(guesses);
+    state.chain.Sent(step.position, step.tokens);
+  }
+}
+
+bool LastStageSampler::IsVoid(const v1::StageStepRequest& request) const {
+  auto it = samplers_.find(request.request_id());
+  return it != samplers_.end() && it->second.chain.IsVoid(request.branch());
+}
+
+uint32_t LastStageSampler::Room(const v1::StageStepRequest& request, uint32_t position,
+                                uint32_t index) const {
+  // The last token's sample must still be a token the request may have,
+  // at a position the context holds.
+  const int64_t by_tokens = int64_t{request.limits().max_tokens()} - index - 1;
+  const int64_t by_context = int64_t{context_size_} - position;
+  return static_cast<uint32_t>(std::max<int64_t>(0, std::min(by_tokens, by_context)));
+}
+
+std::vector<int32_t> LastStageSampler::Guesses(const v1::StageStepRequest& request,
+                                               std::span<const int32_t> sequence, uint32_t count) {
+  if (count == 0) return {};
+  if (draft_model_ == nullptr) return DraftByNgram(sequence, count);
+  absl::StatusOr<std::vector<int32_t>> guesses =
+      draft_model_->Draft(request.request_id(), sequence, count);
+  // A guess that fails costs the speculation of one step, never a token.
+  return guesses.ok() ? *std::move(guesses) : std::vector<int32_t>{};
 }
 
 absl::StatusOr<int32_t> LastStageSampler::SampleOne(State& state, std::span<const float> logits) {
@@ -108,27 +211,6 @@ absl::StatusOr<int32_t> LastStageSampler::SampleOne(State& state, std::span<cons
   state.sampler->Accept(token);
   if (state.constrained != nullptr) RINGLM_RETURN_IF_ERROR(state.constrained->Accept(token));
   return token;
-}
-
-std::vector<int32_t> LastStageSampler::NextDrafts(const v1::StageStepRequest& request, State& state,
-                                                  std::span<const int32_t> valid, int32_t token,
-                                                  uint32_t next_index) {
-  if (state.budget == nullptr) return {};
-  uint32_t room = state.budget->Next();
-  // The next step yields at most drafts + 1 tokens: no more than the
-  // request has left, nor than the context holds after `token`.
-  const int64_t to_go = int64_t{request.limits().max_tokens()} - next_index;
-  const int64_t free_positions = int64_t{context_size_} - static_cast<int64_t>(valid.size()) - 1;
-  room = static_cast<uint32_t>(
-      std::max<int64_t>(0, std::min({int64_t{room}, to_go - 1, free_positions})));
-  if (room == 0) return {};
-  lookup_.assign(valid.begin(), valid.end());
-  lookup_.push_back(token);
-  if (draft_model_ == nullptr) return DraftByNgram(lookup_, room);
-  absl::StatusOr<std::vector<int32_t>> drafts =
-      draft_model_->Draft(request.request_id(), lookup_, room);
-  // A guess that fails costs the speculation of one step, never a token.
-  return drafts.ok() ? *std::move(drafts) : std::vector<int32_t>{};
 }
 
 absl::StatusOr<LastStageSampler::State> LastStageSampler::NewState(
@@ -148,6 +230,10 @@ absl::StatusOr<LastStageSampler::State> LastStageSampler::NewState(
   if (request.speculation().max_drafts() > 0) {
     state.budget = std::make_unique<DraftBudget>(request.speculation().max_drafts());
   }
+  // Mid-reply, steps this stage sent before it lost track of the request
+  // may be in flight: the chain voids them first.
+  state.chain =
+      StepChain(request.branch(), generated > 0 && request.speculation().steps_in_flight() > 1);
   state.sampler->FastForward(reply);
   if (!request.constraint().empty()) {
     RINGLM_ASSIGN_OR_RETURN(grammar::Grammar grammar, CompileConstraint(request.constraint()));

@@ -201,6 +201,12 @@ std::vector<int32_t> Tokens(const LastStageSampler::Outcome& o) {
   return tokens;
 }
 
+// The drafts the request's next step carries: its tokens after the first.
+std::vector<int32_t> NextDrafts(const LastStageSampler::Outcome& o) {
+  if (o.steps.empty()) return {};
+  return {o.steps.front().tokens.begin() + 1, o.steps.front().tokens.end()};
+}
+
 TEST_F(LastStageSamplerTest, DraftsAreAcceptedWhileTheyMatchWhatIsSampled) {
   LastStageSampler sampler(tokenizer(), kContext, 16);
   // History: prompt 1 40, the step's token 41, drafts 77 78 79. The rows
@@ -235,7 +241,7 @@ TEST_F(LastStageSamplerTest, TheRequestEndsAmongItsDrafts) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(Tokens(*o), (std::vector<int32_t>{77, eos}));
   EXPECT_EQ(o->deliveries.back().finish_reason(), v1::FINISH_REASON_STOP);
-  EXPECT_TRUE(o->drafts.empty());
+  EXPECT_TRUE(o->steps.empty());
   EXPECT_EQ(sampler.size(), 0u);
   // max_tokens 2: the second token is the last, whatever matched.
   o = sampler.Sample(Speculating(Step("s", 0, 2), 3), Peaks({77, 78, 79, 80}),
@@ -314,17 +320,22 @@ TEST_F(LastStageSamplerTest, TheNextDraftsAreLookedUpInTheSessionWithinItsLimits
   absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(
       Speculating(Step("r", 0, 100), 0, 4), Peak(7), History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->drafts, (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ(NextDrafts(*o), (std::vector<int32_t>{8, 9, 10, 11}));
+  ASSERT_EQ(o->steps.size(), 1u);  // nothing was ever accepted: no step is sent ahead
+  EXPECT_EQ(o->steps[0].tokens.front(), 7);
+  EXPECT_EQ(o->steps[0].position, 11u);
+  EXPECT_EQ(o->steps[0].generated, 1u);
   // Two tokens left to generate: one draft at most (the step after yields
   // the draft and its own token).
   o = sampler.Sample(Speculating(Step("s", 0, 3), 0), Peak(7),
                      History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->drafts, (std::vector<int32_t>{8}));
+  EXPECT_EQ(NextDrafts(*o), (std::vector<int32_t>{8}));
   // A request that does not speculate gets none.
   o = sampler.Sample(Step("t", 0, 100), Peak(7), History{1, 5, 6, 7, 8, 9, 10, 11, 12, 5, 6});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_TRUE(o->drafts.empty());
+  EXPECT_TRUE(NextDrafts(*o).empty());
+  ASSERT_EQ(o->steps.size(), 1u);
 }
 
 }  // namespace

@@ -8,17 +8,19 @@ RingSender::RingSender(Limits limits) : limits_(limits) {}
 
 RingSender::~RingSender() { Stop(); }
 
-bool RingSender::Post(const std::string& to, std::function<void()> send, uint64_t bytes) {
+bool RingSender::Post(const std::string& to, std::function<void()> send, uint64_t bytes,
+                      Lane lane_kind) {
   std::shared_ptr<TaskQueue> lane;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return false;
-    auto it = lanes_.find(to);
+    const LaneKey key{to, lane_kind};
+    auto it = lanes_.find(key);
     if (it == lanes_.end()) {
       if (lanes_.size() >= limits_.max_lanes) return false;
       it = lanes_
-               .emplace(to, std::make_shared<TaskQueue>("ring-send", limits_.max_pending,
-                                                        limits_.max_pending_bytes))
+               .emplace(key, std::make_shared<TaskQueue>("ring-send", limits_.max_pending,
+                                                         limits_.max_pending_bytes))
                .first;
     }
     lane = it->second;
@@ -27,7 +29,7 @@ bool RingSender::Post(const std::string& to, std::function<void()> send, uint64_
 }
 
 void RingSender::Stop() {
-  std::map<std::string, std::shared_ptr<TaskQueue>> lanes;
+  std::map<LaneKey, std::shared_ptr<TaskQueue>> lanes;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -14,10 +15,14 @@
 
 namespace ringlm {
 
-// One lane per destination node: a thread that runs that node's sends in
-// the order they were posted (a request's steps and tokens stay in order),
-// so a slow or hung node holds up its own lane only, never the stage's
-// compute or the other lanes. Each lane is bounded in messages and bytes;
+// Two lanes per destination node, each a thread that runs its sends in the
+// order they were posted: one for steps (and what must stay in order with
+// them), one for tokens delivered to an origin. A request's steps stay in
+// order, and so do its tokens; each send waits for its reply, so a
+// delivery's round trip never holds up the next step to the same node
+// (with several steps in flight, both go there at once). A slow or hung
+// node holds up its own lanes only, never the stage's compute or the other
+// lanes. Each lane is bounded in messages and bytes;
 // so is the number of lanes (a stage talks to its next stage and to the
 // origins of its requests). Stop() lets each lane finish its running send
 // (every call has a deadline) and drops the rest. Thread-safe.
@@ -31,10 +36,12 @@ class RingSender {
   explicit RingSender(Limits limits);
   ~RingSender();
 
-  // Runs `send` on the lane of node `to`. False, with nothing queued, when
+  enum class Lane { kSteps, kTokens };
+  // Runs `send` on `to`'s lane `lane`. False, with nothing queued, when
   // that lane is full, the lanes are all taken, or the sender is stopping.
   // `bytes` is what the task holds until it runs.
-  bool Post(const std::string& to, std::function<void()> send, uint64_t bytes);
+  bool Post(const std::string& to, std::function<void()> send, uint64_t bytes,
+            Lane lane = Lane::kSteps);
   void Stop();
   // Messages waiting on all lanes.
   size_t pending() const;
@@ -43,7 +50,8 @@ class RingSender {
   const Limits limits_;
   mutable absl::Mutex mu_;
   // Shared: a send in progress keeps its lane alive through Stop.
-  std::map<std::string, std::shared_ptr<TaskQueue>> lanes_ ABSL_GUARDED_BY(mu_);
+  using LaneKey = std::pair<std::string, Lane>;
+  std::map<LaneKey, std::shared_ptr<TaskQueue>> lanes_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 

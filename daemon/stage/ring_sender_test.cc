@@ -1,5 +1,6 @@
 // Lanes keep each destination's order, a stuck destination holds up only
-// its own lane, and every lane and the lane count are bounded.
+// its own lanes, a node's tokens and steps do not wait for each other, and
+// every lane and the lane count are bounded.
 #include "daemon/stage/ring_sender.h"
 
 #include <atomic>
@@ -38,6 +39,27 @@ TEST(RingSenderTest, AStuckLaneHoldsUpOnlyItsOwnDestination) {
   sender.Stop();
   EXPECT_FALSE(sender.Post(
       "a", [] {}, 0));
+}
+
+// A delivery waiting for its origin's reply does not hold up the next step
+// to the same node.
+TEST(RingSenderTest, TokensToANodeDoNotWaitForItsStepsNorTheReverse) {
+  RingSender sender(RingSender::Limits{});
+  absl::Notification release, tokens_sent, steps_sent;
+  ASSERT_TRUE(sender.Post(
+      "a", [&] { release.WaitForNotification(); }, 0, RingSender::Lane::kSteps));
+  ASSERT_TRUE(sender.Post(
+      "a", [&] { tokens_sent.Notify(); }, 0, RingSender::Lane::kTokens));
+  EXPECT_TRUE(tokens_sent.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  release.Notify();
+  absl::Notification release_tokens;
+  ASSERT_TRUE(sender.Post(
+      "a", [&] { release_tokens.WaitForNotification(); }, 0, RingSender::Lane::kTokens));
+  ASSERT_TRUE(sender.Post(
+      "a", [&] { steps_sent.Notify(); }, 0, RingSender::Lane::kSteps));
+  EXPECT_TRUE(steps_sent.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  release_tokens.Notify();
+  sender.Stop();
 }
 
 TEST(RingSenderTest, LanesAndTheirQueuesAreBounded) {

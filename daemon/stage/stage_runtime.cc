@@ -154,8 +154,13 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& c
     absl::MutexLock lock(&mu_);
     RINGLM_RETURN_IF_ERROR(RecordRequestLocked(request.request_id(), request.origin(), false));
     if (!request.parts_omitted()) RINGLM_RETURN_IF_ERROR(parts_.Keep(request));
+    RequestRecord& record = requests_.at(request.request_id());
+    // A late step of a cancelled request, or of a voided branch: drop it quietly.
+    if (record.cancelled || request.branch() < record.void_below) return absl::OkStatus();
+    record.session_key = SessionKey(request.origin(), request.session_id());
+    record.last_stage = request.plan().stages(request.plan().stages_size() - 1).node_id();
+    record.branch_seen = std::max(record.branch_seen, request.branch());
   }
-  if (IsCancelled(request.request_id())) return absl::OkStatus();  // late step: drop quietly
   if (!queue_.Push(std::move(request))) {
     return absl::ResourceExhaustedError("the stage queue is full or stopping");
   }
@@ -198,7 +203,11 @@ absl::Status StageRuntime::RecordRequestLocked(const std::string& request_id,
         return absl::ResourceExhaustedError("this stage tracks too many requests");
       }
     }
-    it = requests_.emplace(request_id, RequestRecord{origin, now, false}).first;
+    RequestRecord record;
+    record.origin = origin;
+    record.last_seen = now;
+    record.serial = next_serial_++;
+    it = requests_.emplace(request_id, std::move(record)).first;
   } else if (it->second.origin != origin) {
     return absl::PermissionDeniedError(
         absl::StrCat("request ", request_id, " belongs to another origin"));
@@ -222,6 +231,110 @@ absl::Status StageRuntime::Cancel(const std::string& request_id, const Caller& c
   // takes it eventually; its steps are skipped either way).
   if (to_forget_.size() < options_.max_requests) to_forget_.push_back(request_id);
   return absl::OkStatus();
+}
+
+absl::Status StageRuntime::Rollback(const v1::RollbackRequest& request, const Caller& caller) {
+  if (request.request_id().empty() || request.request_id().size() > kMaxWireIdBytes) {
+    return absl::InvalidArgumentError("request_id must have 1 to 128 bytes");
+  }
+  if (request.branch() == 0)
+    return absl::InvalidArgumentError("a rollback starts branch 1 or later");
+  if (!caller.is_node()) return absl::PermissionDeniedError("only a stage may roll back");
+  absl::ReleasableMutexLock lock(&mu_);
+  auto it = requests_.find(request.request_id());
+  if (it == requests_.end() || it->second.session_key.empty()) return absl::OkStatus();
+  RequestRecord& record = it->second;
+  if (caller.node_id != record.last_stage) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node ", caller.node_id, " is not the last stage of request ", request.request_id()));
+  }
+  if (request.branch() <= record.void_below) return absl::OkStatus();  // old news
+  record.void_below = request.branch();
+  // A step of the branch already here truncates the session itself.
+  if (record.branch_seen >= request.branch()) return absl::OkStatus();
+  Truncation t{request.request_id(), record.session_key, record.serial, request.branch(),
+               request.positions()};
+  lock.Release();
+  if (!TryTruncate(t)) {
+    // The worker holds the session: it applies this after its batch.
+    absl::MutexLock again(&mu_);
+    if (to_truncate_.size() < options_.max_requests) to_truncate_.push_back(std::move(t));
+  }
+  return absl::OkStatus();
+}
+
+bool StageRuntime::TryTruncate(const Truncation& t) {
+  absl::StatusOr<SessionStore::Lease> lease = sessions_.AcquireExisting(t.session_key);
+  if (absl::IsUnavailable(lease.status())) return false;  // busy
+  if (!lease.ok()) return true;                           // gone: nothing to drop
+  {
+    // Holding the lease, no step runs on the session: if none of the
+    // branch has come yet, none has run.
+    absl::MutexLock lock(&mu_);
+    auto it = requests_.find(t.request_id);
+    if (it == requests_.end() || it->second.branch_seen >= t.branch) return true;
+  }
+  KvCache& cache = lease->cache();
+  // Only what this request wrote: the conversation's next request may
+  // have run on the session since.
+  if (cache.writer() == t.serial && cache.n_positions() > t.positions) cache.Truncate(t.positions);
+  return true;
+}
+
+void StageRuntime::ApplyTruncations() {
+  std::vector<Truncation> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    pending.swap(to_truncate_);
+  }
+  std::erase_if(pending, [this](const Truncation& t) { return TryTruncate(t); });
+  if (pending.empty()) return;
+  absl::MutexLock lock(&mu_);  // still busy (another lease): next time
+  for (Truncation& t : pending) {
+    if (to_truncate_.size() < options_.max_requests) to_truncate_.push_back(std::move(t));
+  }
+}
+
+bool StageRuntime::IsDropped(const v1::StageStepRequest& request) const {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = requests_.find(request.request_id());
+    if (it != requests_.end() &&
+        (it->second.cancelled || request.branch() < it->second.void_below)) {
+      return true;
+    }
+  }
+  return request.sample() && sampler_.IsVoid(request);
+}
+
+uint64_t StageRuntime::SerialOf(const std::string& request_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = requests_.find(request_id);
+  return it == requests_.end() ? 0 : it->second.serial;
+}
+
+void StageRuntime::SendRollback(const v1::StageStepRequest& request,
+                                const LastStageSampler::Rollback& r) {
+  v1::RollbackRequest rollback;
+  rollback.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  rollback.set_request_id(request.request_id());
+  rollback.set_branch(r.branch);
+  rollback.set_positions(r.positions);
+  for (const v1::PlanStage& stage : request.plan().stages()) {
+    const std::string& to = stage.node_id();
+    if (to == self_id_) continue;
+    // In the lane of the steps to that node: stage 0 gets it before the
+    // next step.
+    auto send = [this, to, rollback] {
+      if (absl::Status s = transport_->Rollback(to, rollback); !s.ok() && Allow("rollback")) {
+        spdlog::warn("request {}: cannot roll back stage on {}: {}", rollback.request_id(), to,
+                     s.ToString());
+      }
+    };
+    // A lost rollback costs time, never a token: the next step's discard
+    // truncates, and a void step is refused by the last stage.
+    (void)PostCounted(to, RingSender::Lane::kSteps, std::move(send), rollback.ByteSizeLong());
+  }
 }
 
 absl::StatusOr<bool> StageRuntime::DropSession(const std::string& session_id,
@@ -256,12 +369,6 @@ absl::StatusOr<uint32_t> StageRuntime::AdoptPrefix(const v1::AdoptPrefixRequest&
       });
 }
 
-bool StageRuntime::IsCancelled(const std::string& request_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = requests_.find(request_id);
-  return it != requests_.end() && it->second.cancelled;
-}
-
 void StageRuntime::Forget(const std::string& request_id, const std::string& origin) {
   absl::MutexLock lock(&mu_);
   (void)RecordRequestLocked(request_id, origin, /*cancel=*/true);
@@ -283,7 +390,7 @@ void StageRuntime::SendStep(const std::string& to, v1::StageStepRequest step, St
   // To itself: straight into its own queue, which never blocks.
   if (to == self_id_) return send();
   const uint64_t bytes = step.ByteSizeLong();
-  if (!PostCounted(to, std::move(send), bytes)) {
+  if (!PostCounted(to, RingSender::Lane::kSteps, std::move(send), bytes)) {
     ReportError(from, absl::ResourceExhaustedError(
                           absl::StrCat(what, ": the send queue to node ", to, " is full")));
   }
@@ -302,7 +409,7 @@ void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenReque
   };
   if (origin == self_id_) return send();
   const uint64_t bytes = deliver.ByteSizeLong();
-  if (!PostCounted(origin, std::move(send), bytes)) {
+  if (!PostCounted(origin, RingSender::Lane::kTokens, std::move(send), bytes)) {
     if (Allow("deliver")) {
       spdlog::warn("request {}: the send queue to origin {} is full", deliver.request_id(), origin);
     }
@@ -310,7 +417,8 @@ void StageRuntime::SendDelivery(const std::string& origin, v1::DeliverTokenReque
   }
 }
 
-bool StageRuntime::PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes) {
+bool StageRuntime::PostCounted(const std::string& to, RingSender::Lane lane,
+                               std::function<void()> send, uint64_t bytes) {
   // Counted from here until the task is gone: run, or dropped unrun (a full
   // lane, a stopping sender).
   struct Counted {
@@ -326,7 +434,7 @@ bool StageRuntime::PostCounted(const std::string& to, std::function<void()> send
   };
   auto count = std::make_shared<Counted>(this);
   return sender_.Post(
-      to, [count = std::move(count), send = std::move(send)] { send(); }, bytes);
+      to, [count = std::move(count), send = std::move(send)] { send(); }, bytes, lane);
 }
 
 void StageRuntime::AwaitSendsDone(absl::Duration timeout) {
@@ -361,6 +469,8 @@ void StageRuntime::WorkerLoop() {
     const absl::Time start = absl::Now();
     RunBatch(batch);
     last_forward = absl::Now() - start;
+    // Rollbacks that came while the batch held their sessions.
+    ApplyTruncations();
     if (turns != nullptr) {
       if (turns->OthersWaiting()) AwaitSendsDone(options_.handoff_wait);
       turns->Release();
@@ -381,10 +491,10 @@ absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStep
                                                              const Bundle& bundle) {
   RINGLM_ASSIGN_OR_RETURN(SessionStore::Lease lease, AcquireSession(request, bundle));
   KvCache& cache = lease.cache();
-  // The previous step's rejected drafts go first (the last stage, which
-  // rejected them, has dropped its own already).
-  if (request.discard() > 0 &&
-      cache.n_positions() == uint64_t{request.position()} + request.discard()) {
+  // Positions the last stage rejected since go first: the previous step's
+  // drafts, the steps of a voided branch (it has dropped its own already).
+  if (cache.n_positions() > request.position() &&
+      cache.n_positions() <= uint64_t{request.position()} + request.discard()) {
     cache.Truncate(request.position());
   }
   if (cache.n_positions() != request.position()) {
@@ -392,6 +502,7 @@ absl::StatusOr<StageRuntime::Prepared> StageRuntime::Prepare(const v1::StageStep
                                                       " positions here, the step expects ",
                                                       request.position()));
   }
+  cache.set_writer(SerialOf(request.request_id()));
   Prepared p{&request, std::move(lease), {}, {}};
   if (request.stage_index() > 0) {
     RINGLM_ASSIGN_OR_RETURN(
@@ -414,7 +525,7 @@ void StageRuntime::RunBatch(const std::vector<v1::StageStepRequest>& batch) {
   std::vector<Prepared> ready;
   ready.reserve(batch.size());
   for (const v1::StageStepRequest& request : batch) {
-    if (IsCancelled(request.request_id())) continue;
+    if (IsDropped(request)) continue;
     if (bundle == nullptr) {
       ReportError(RefOf(request), absl::FailedPreconditionError(absl::StrCat(
                                       "this node no longer holds layers [", stage.first_layer(),
@@ -471,6 +582,7 @@ absl::Status StageRuntime::Continue(Prepared& p, const Bundle& bundle) {
     next.set_generated(request.generated());
     next.set_drafts(request.drafts());
     next.set_discard(request.discard());
+    next.set_branch(request.branch());
     *next.mutable_hidden() = EncodeHidden(p.out, n, model_.config().n_embd, request.wire_dtype());
     SendStep(request.plan().stages(index + 1).node_id(), std::move(next), RefOf(request),
              absl::StrCat("forwarding to stage ", index + 1));
@@ -496,41 +608,54 @@ absl::Status StageRuntime::Sample(const v1::StageStepRequest& request,
                                   const std::vector<float>& logits, KvCache& cache) {
   RINGLM_ASSIGN_OR_RETURN(LastStageSampler::Outcome outcome,
                           sampler_.Sample(request, logits, cache.tokens()));
-  const v1::DeliverTokenRequest& last = outcome.deliveries.back();
-  const bool ends = last.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
-  const int32_t token = last.token();
-  const uint32_t index = last.index();
   // The session keeps the drafts that matched; the other stages drop the
-  // rest when the next step comes (its `discard`).
-  const uint32_t held = static_cast<uint32_t>(cache.n_positions());
-  const uint32_t valid = held - request.drafts() + outcome.accepted;
-  cache.Truncate(valid);
-  // One call for the step's tokens: each is a round trip to the origin, in
-  // the lane the next step to stage 0 may share.
+  // rest when the next step comes (its `discard`), or by the rollback.
+  cache.Truncate(outcome.valid);
+  if (options_.steps_ahead != nullptr && outcome.steps_ahead > 0) {
+    options_.steps_ahead->Increment(outcome.steps_ahead);
+  }
+  if (options_.steps_voided != nullptr && outcome.steps_voided > 0) {
+    options_.steps_voided->Increment(outcome.steps_voided);
+  }
+  // One call for the step's tokens: each call is a round trip to the
+  // origin on its lane of tokens.
   v1::DeliverTokenRequest deliver = std::move(outcome.deliveries.front());
   for (size_t i = 1; i < outcome.deliveries.size(); ++i) {
     *deliver.add_then() = std::move(outcome.deliveries[i]);
   }
   SendDelivery(request.origin(), std::move(deliver));
-  if (ends) {
+  if (outcome.rollback.has_value()) {
+    {
+      // Its steps of the voided branches that reach this stage are dropped too.
+      absl::MutexLock lock(&mu_);
+      auto it = requests_.find(request.request_id());
+      if (it != requests_.end()) {
+        it->second.void_below = std::max(it->second.void_below, outcome.rollback->branch);
+      }
+    }
+    SendRollback(request, *outcome.rollback);
+  }
+  if (outcome.deliveries.back().finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
     absl::MutexLock lock(&mu_);
     parts_.Drop(request.request_id());  // the request is over
     return absl::OkStatus();
   }
-  // The token goes around the ring at once, beside its delivery: if the
+  // The tokens go around the ring at once, beside their delivery: if the
   // origin turns out to be gone or to want no more, Forget drops the
-  // request here when that step comes back.
-  // Stage 0 holds the parts: they came with the request's first step.
-  v1::StageStepRequest next = NextStep(request, 0, /*with_parts=*/false);
-  next.set_position(valid);
-  next.set_discard(held - valid);
-  next.add_tokens(token);
-  for (int32_t draft : outcome.drafts) next.add_tokens(draft);
-  next.set_drafts(static_cast<uint32_t>(outcome.drafts.size()));
-  next.set_sample(true);
-  next.set_generated(index + 1);
-  SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
-           "sending the token to stage 0");
+  // request here when those steps come back.
+  for (LastStageSampler::NextStep& planned : outcome.steps) {
+    // Stage 0 holds the parts: they came with the request's first step.
+    v1::StageStepRequest next = NextStep(request, 0, /*with_parts=*/false);
+    next.set_position(planned.position);
+    next.set_discard(planned.discard);
+    next.set_branch(planned.branch);
+    next.set_drafts(static_cast<uint32_t>(planned.tokens.size()) - 1);
+    next.mutable_tokens()->Add(planned.tokens.begin(), planned.tokens.end());
+    next.set_sample(true);
+    next.set_generated(planned.generated);
+    SendStep(request.plan().stages(0).node_id(), std::move(next), RefOf(request),
+             "sending the token to stage 0");
+  }
   return absl::OkStatus();
 }
 

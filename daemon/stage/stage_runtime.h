@@ -65,6 +65,10 @@ struct StageOptions {
   // Must outlive the runtime.
   DraftModel* draft_model = nullptr;
   Histogram* turn_wait_seconds = nullptr;  // observes each wait for a turn; may be null
+  // Steps in flight (docs/speculation.md), as the last stage: those it sent
+  // ahead, and those a rejection voided. May be null.
+  Counter* steps_ahead = nullptr;
+  Counter* steps_voided = nullptr;
   // Before a batch, wait at most this long (and at most a tenth of the last
   // forward pass) for as many steps as the last batch had: the steps of one
   // upstream batch arrive one by one, and should run as one batch again.
@@ -125,6 +129,13 @@ class StageRuntime : public LocalStage {
   // Forgets a request: its queued steps are skipped, its sampler dropped.
   // PermissionDenied unless `caller` is the request's origin.
   absl::Status Cancel(const std::string& request_id, const Caller& caller) override;
+  // From the request's last stage: drops its steps of branches below
+  // `request.branch` unrun, and truncates its session to
+  // `request.positions` unless a step of that branch got here first (which
+  // truncated it itself). PermissionDenied unless `caller` is the last stage
+  // of the request's plan; InvalidArgument for a malformed request. A
+  // request this node does not know needs nothing.
+  absl::Status Rollback(const v1::RollbackRequest& request, const Caller& caller) override;
   // Drops `caller`'s session `session_id`; false when it holds none.
   absl::StatusOr<bool> DropSession(const std::string& session_id, const Caller& caller) override;
   // Drops every idle session of `caller`'s; returns how many.
@@ -147,12 +158,25 @@ class StageRuntime : public LocalStage {
     std::unique_ptr<StageWeights> weights;
     std::unique_ptr<StageEngine> engine;
   };
-  // What this node knows of a request id: whose it is, and whether its
-  // origin cancelled it.
+  // What this node knows of a request id: whose it is, whether its origin
+  // cancelled it, and its speculative branches (docs/speculation.md).
   struct RequestRecord {
     std::string origin;
     std::chrono::steady_clock::time_point last_seen;
     bool cancelled = false;
+    uint64_t serial = 0;       // this node's label of it, as a KvCache writer
+    std::string session_key;   // of its steps here
+    std::string last_stage;    // its plan's last stage: who may roll it back
+    uint32_t branch_seen = 0;  // the latest branch of its steps queued here
+    uint32_t void_below = 0;   // steps of earlier branches are dropped
+  };
+  // A Rollback's truncation, for the worker to apply before its next batch.
+  struct Truncation {
+    std::string request_id;
+    std::string session_key;
+    uint64_t serial = 0;
+    uint32_t branch = 0;
+    uint32_t positions = 0;
   };
 
   struct Prepared;
@@ -197,9 +221,10 @@ class StageRuntime : public LocalStage {
   // Delivers a token (or an error) to its origin in order, off the worker
   // thread. A failed delivery or a cancel in the reply forgets the request.
   void SendDelivery(const std::string& origin, v1::DeliverTokenRequest deliver);
-  // Posts `send` to the lane of `to`, counted in sends_in_flight_ until the
-  // task has run or was dropped. False when the lane refused it.
-  bool PostCounted(const std::string& to, std::function<void()> send, uint64_t bytes);
+  // Posts `send` to `to`'s lane `lane`, counted in sends_in_flight_ until
+  // the task has run or was dropped. False when the lane refused it.
+  bool PostCounted(const std::string& to, RingSender::Lane lane, std::function<void()> send,
+                   uint64_t bytes);
   // Waits until every counted send has run, or `timeout`.
   void AwaitSendsDone(absl::Duration timeout);
   // The request is over here: its sampler goes before the next batch, and
@@ -210,7 +235,19 @@ class StageRuntime : public LocalStage {
   // holds it, ResourceExhausted when the table is full of live requests.
   absl::Status RecordRequestLocked(const std::string& request_id, const std::string& origin,
                                    bool cancel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool IsCancelled(const std::string& request_id) const;
+  // Cancelled, or of a branch a Rollback voided; on the last stage, of a
+  // branch its sampler voided.
+  bool IsDropped(const v1::StageStepRequest& request) const;
+  // The request's label here (RequestRecord::serial); 0 when unknown.
+  uint64_t SerialOf(const std::string& request_id) const;
+  // Applies a Rollback's truncation unless another lease holds the
+  // session (false: try again after the batch).
+  bool TryTruncate(const Truncation& t);
+  // Applies the Rollbacks' truncations that found their sessions busy
+  // (worker thread, after a batch).
+  void ApplyTruncations();
+  // Sends the rollback to every stage of the request's plan but this one.
+  void SendRollback(const v1::StageStepRequest& request, const LastStageSampler::Rollback& r);
 
   const Model& model_;
   ThreadPool* const pool_;
@@ -228,6 +265,8 @@ class StageRuntime : public LocalStage {
   RequestPartsTable parts_ ABSL_GUARDED_BY(mu_);
   // Cancelled requests whose samplers the worker drops before its next batch.
   std::vector<std::string> to_forget_ ABSL_GUARDED_BY(mu_);
+  std::vector<Truncation> to_truncate_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
   LastStageSampler sampler_;  // only the worker thread touches it
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
   LogRateLimiter warnings_{std::chrono::seconds(10)};

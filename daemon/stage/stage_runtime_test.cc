@@ -34,6 +34,9 @@ class FakeTransport : public Transport {
     return absl::OkStatus();
   }
   absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status Rollback(const std::string&, const v1::RollbackRequest&) override {
+    return absl::OkStatus();
+  }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
@@ -167,6 +170,57 @@ TEST_F(StageRuntimeTest, ARequestIdBelongsToItsFirstOrigin) {
   EXPECT_TRUE(runtime_->Cancel("r9", Node("c")).ok());
   EXPECT_EQ(runtime_->Enqueue(Step("o", "r9", "s9", prompt_), Node("o")).code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// A rollback (steps in flight, docs/speculation.md) comes only from the
+// request's last stage; it truncates this stage's session and drops the
+// request's later steps of the voided branches.
+TEST_F(StageRuntimeTest, OnlyTheLastStageRollsARequestBack) {
+  // Stage 0 of a plan whose last stage is "c".
+  auto two_stages = [&](v1::StageStepRequest r) {
+    r.mutable_plan()->mutable_stages(0)->set_last_layer(1);
+    v1::PlanStage* last = r.mutable_plan()->add_stages();
+    last->set_node_id("c");
+    last->set_first_layer(1);
+    last->set_last_layer(model_->config().n_layer);
+    return r;
+  };
+  ASSERT_TRUE(runtime_->SetRange(LayerRange{0, 1}).ok());
+  ASSERT_TRUE(runtime_->Enqueue(two_stages(Step("o", "r1", "s1", prompt_)), Node("o")).ok());
+  transport_.WaitStep(1);
+  WaitIdle();
+  ASSERT_EQ(TotalPositions(), prompt_.size());
+
+  v1::RollbackRequest rollback;
+  rollback.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+  rollback.set_request_id("r1");
+  rollback.set_branch(1);
+  rollback.set_positions(5);
+  for (const Caller& stranger :
+       {Node("o"), Node("b"), Caller{Caller::Role::kClient, "client-1", true, ""}}) {
+    const absl::Status s = runtime_->Rollback(rollback, stranger);
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << stranger.node_id << ": " << s;
+  }
+  EXPECT_EQ(TotalPositions(), prompt_.size()) << "a refused rollback changed the session";
+  v1::RollbackRequest branch0 = rollback;
+  branch0.set_branch(0);
+  EXPECT_EQ(runtime_->Rollback(branch0, Node("c")).code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(runtime_->Rollback(rollback, Node("c")).ok());
+  EXPECT_EQ(TotalPositions(), 5u);
+  // A step of the voided branch is dropped unrun; one of the new branch runs.
+  v1::StageStepRequest late = two_stages(Step("o", "r1", "s1", {300}));
+  late.set_position(8);
+  ASSERT_TRUE(runtime_->Enqueue(late, Node("o")).ok());
+  v1::StageStepRequest next = two_stages(Step("o", "r1", "s1", {261}));
+  next.set_position(5);
+  next.set_branch(1);
+  ASSERT_TRUE(runtime_->Enqueue(next, Node("o")).ok());
+  const v1::StageStepRequest sent = transport_.WaitStep(2);
+  EXPECT_EQ(sent.position(), 5u);
+  EXPECT_EQ(sent.branch(), 1u);
+  WaitIdle();
+  EXPECT_EQ(TotalPositions(), 6u);
 }
 
 TEST_F(StageRuntimeTest, SessionsLiveInTheirOriginsNamespace) {
@@ -522,6 +576,9 @@ class LoopingTransport : public Transport {
     return absl::OkStatus();
   }
   absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status Rollback(const std::string&, const v1::RollbackRequest&) override {
+    return absl::OkStatus();
+  }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }
@@ -652,6 +709,9 @@ class StallingTransport : public Transport {
     return absl::OkStatus();
   }
   absl::Status Cancel(const std::string&, const std::string&) override { return absl::OkStatus(); }
+  absl::Status Rollback(const std::string&, const v1::RollbackRequest&) override {
+    return absl::OkStatus();
+  }
   absl::Status DropSession(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }

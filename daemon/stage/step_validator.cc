@@ -79,8 +79,12 @@ absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimit
     return absl::InvalidArgumentError(absl::StrCat(
         "drafts must be at most ", kMaxDrafts, ", fewer than the tokens, on a step that samples"));
   }
-  if (step.discard() > kMaxDrafts) {
-    return absl::InvalidArgumentError(absl::StrCat("discard must be at most ", kMaxDrafts));
+  if (step.discard() > kMaxDiscard) {
+    return absl::InvalidArgumentError(absl::StrCat("discard must be at most ", kMaxDiscard));
+  }
+  if (step.speculation().steps_in_flight() > kMaxStepsInFlight) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("speculation.steps_in_flight must be at most ", kMaxStepsInFlight));
   }
   if (step.speculation().max_drafts() > kMaxDrafts) {
     return absl::InvalidArgumentError(

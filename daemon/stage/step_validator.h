@@ -33,8 +33,8 @@ inline constexpr size_t kMaxWireIdBytes = 128;
 // vocabulary at positions inside the context, hidden states of exactly
 // [tokens, n_embd] whose byte size matches the dtype (none on stage 0), a
 // consistent prefix claim, valid sampling parameters, at most kMaxDrafts
-// drafts (fewer than its tokens, on a step that samples) and discarded
-// positions, and at most
+// drafts (fewer than its tokens, on a step that samples), kMaxDiscard
+// discarded positions and kMaxStepsInFlight steps in flight, and at most
 // MaxStepBytes(limits) bytes in all.
 absl::Status ValidateStageStep(const v1::StageStepRequest& step, const StepLimits& limits);
 

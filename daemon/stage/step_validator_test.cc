@@ -108,8 +108,9 @@ TEST(StepValidatorTest, BoundsDraftsAndDiscardedPositions) {
   v1::StageStepRequest r = Valid();
   r.set_sample(true);
   r.set_drafts(1);  // tokens 1, 2: the second a draft
-  r.set_discard(kMaxDrafts);
+  r.set_discard(kMaxDiscard);
   r.mutable_speculation()->set_max_drafts(kMaxDrafts);
+  r.mutable_speculation()->set_steps_in_flight(kMaxStepsInFlight);
   EXPECT_TRUE(ValidateStageStep(r, Limits()).ok());
   r.set_drafts(2);
   ExpectInvalid(r, "fewer than the tokens");
@@ -117,11 +118,14 @@ TEST(StepValidatorTest, BoundsDraftsAndDiscardedPositions) {
   r.set_sample(false);
   ExpectInvalid(r, "on a step that samples");
   r = Valid();
-  r.set_discard(kMaxDrafts + 1);
+  r.set_discard(kMaxDiscard + 1);
   ExpectInvalid(r, "discard");
   r = Valid();
   r.mutable_speculation()->set_max_drafts(kMaxDrafts + 1);
   ExpectInvalid(r, "max_drafts");
+  r = Valid();
+  r.mutable_speculation()->set_steps_in_flight(kMaxStepsInFlight + 1);
+  ExpectInvalid(r, "steps_in_flight");
 }
 
 TEST(StepValidatorTest, ChecksThePlanAndTheClaim) {

@@ -1,6 +1,7 @@
 #include "inference/sampling/speculation.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ringlm {
 namespace {
@@ -38,9 +39,15 @@ std::vector<int32_t> DraftByNgram(std::span<const int32_t> history, uint32_t max
 
 DraftBudget::DraftBudget(uint32_t max_drafts) : max_(std::min(max_drafts, kMaxDrafts)) {}
 
+double DraftBudget::MatchRate() const { return (matched_ + 1) / (matched_ + rejected_ + 2); }
+
+double DraftBudget::MatchOdds(uint32_t guesses) const {
+  return std::pow(MatchRate(), static_cast<double>(guesses));
+}
+
 uint32_t DraftBudget::Next() {
   if (max_ == 0) return 0;
-  const double q = (matched_ + 1) / (matched_ + rejected_ + 2);
+  const double q = MatchRate();
   const double t0 = plain_trip_ > 0 ? plain_trip_ : 1;
   const double m = plain_trip_ > 0 ? draft_seconds_ : 0;
   uint32_t best = 0;

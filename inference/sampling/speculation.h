@@ -14,6 +14,12 @@ namespace ringlm {
 // Drafts in one step at most: the bound a step from the network is checked
 // against, and the largest --max-drafts.
 inline constexpr uint32_t kMaxDrafts = 16;
+// Steps of one request in flight at once at most (the largest
+// --steps-in-flight).
+inline constexpr uint32_t kMaxStepsInFlight = 4;
+// Positions a step may tell a stage to drop at most: every step in flight,
+// each the token and its drafts.
+inline constexpr uint32_t kMaxDiscard = (kMaxDrafts + 1) * kMaxStepsInFlight;
 
 // Guesses up to `max_drafts` tokens to follow `history` ("prompt lookup"):
 // finds the latest earlier place where the last 3 tokens (failing that, the
@@ -51,11 +57,16 @@ class DraftBudget {
   // `accepted` of them matched, and its trip took `trip_seconds` (from the
   // sampling of the step before to its own; <= 0 when not known).
   void Record(uint32_t drafted, uint32_t accepted, double trip_seconds);
+  // How likely the next `guesses` guesses all match, from the same
+  // measurement as Next(): whether a step sent ahead, betting that the
+  // steps before it are accepted whole, is worth sending.
+  double MatchOdds(uint32_t guesses) const;
 
  private:
   static constexpr double kDecay = 0.95;     // weight of the past, per drafting step
   static constexpr double kSmoothing = 0.2;  // of the time averages
   static constexpr uint32_t kProbeEvery = 32;
+  double MatchRate() const;  // q
 
   const uint32_t max_;
   double plain_trip_ = 0;     // t0, seconds; 0 = not measured yet
