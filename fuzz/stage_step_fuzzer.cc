@@ -10,8 +10,8 @@
 // satisfy every promise of the header, each re-checked here independently:
 // version, ids, a plan that covers the model's layers and names this node at
 // stage_index, 1..max_step_tokens tokens inside the vocabulary at positions
-// inside the context, hidden states of exactly tokens * n_embd * width bytes
-// (none on stage 0) that DecodeHidden (what the stage runs next) accepts, a
+// inside the context, bounded drafts, discards and steps in flight, hidden states of exactly tokens
+// * n_embd * width bytes (none on stage 0) that DecodeHidden (what the stage runs next) accepts, a
 // consistent prefix claim, valid sampling, and a wire size within
 // MaxStepBytes (which sizes the node's gRPC receive limit). The last can only
 // fail for inputs past MaxStepBytes' 64 KiB allowance, so it is exercised by
@@ -29,6 +29,7 @@
 #include "fuzz/fuzz_check.h"
 #include "fuzz/step_limits.h"
 #include "google/protobuf/stubs/logging.h"
+#include "inference/sampling/speculation.h"
 #include "proto/ringlm.pb.h"
 
 namespace ringlm {
@@ -61,6 +62,14 @@ void CheckAccepted(const v1::StageStepRequest& step, const StepLimits& limits) {
   FUZZ_CHECK(n >= 1 && n <= limits.max_step_tokens);
   FUZZ_CHECK(uint64_t{step.position()} + n <= limits.context_size);
   for (int32_t t : step.tokens()) FUZZ_CHECK(t >= 0 && static_cast<uint32_t>(t) < limits.n_vocab);
+
+  // Speculation: drafts on a sampling step, fewer than its tokens; the
+  // positions it may discard and the steps in flight bounded.
+  FUZZ_CHECK(step.drafts() <= kMaxDrafts && step.drafts() < n);
+  FUZZ_CHECK(step.drafts() == 0 || step.sample());
+  FUZZ_CHECK(step.discard() <= kMaxDiscard);
+  FUZZ_CHECK(step.speculation().max_drafts() <= kMaxDrafts);
+  FUZZ_CHECK(step.speculation().steps_in_flight() <= kMaxStepsInFlight);
 
   // Hidden states: none on stage 0; else exactly [n, n_embd] of f32 or f16,
   // which the stage's decoder then reads without complaint.
