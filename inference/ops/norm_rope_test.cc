@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,53 @@ TEST(RopeTest, MatchesDoublePrecisionRotation) {
       }
     }
   }
+}
+
+// DeepSeek's YaRN: the bits of ggml's rope (llama.cpp c392e50, AVX2 build)
+// for 16 rotated values at position 37, base 10000, freq_scale 1/4 from an
+// original context of 64, ext_factor 1, beta 32 and 1, and build_deepseek2's
+// attention factor 1 / (1 + 0.1 ln 4). Out of place, and in place (ggml's
+// scalar loop: three values differ in the last bit).
+TEST(RopeTest, YarnMatchesGgmlsBitsInAndOutOfPlace) {
+  std::vector<float> in(16);
+  for (int i = 0; i < 16; ++i) in[i] = 0.25f * (i + 1) * (i % 3 == 0 ? -1.0f : 1.0f);
+  RopeYarn yarn;
+  yarn.freq_scale = 0.25f;
+  yarn.ext_factor = 1.0f;
+  YarnCorrDims(16, 64, 10000.0f, 32.0f, 1.0f, &yarn.corr_low, &yarn.corr_high);
+  EXPECT_EQ(yarn.corr_low, 0.0f);
+  EXPECT_EQ(yarn.corr_high, 3.0f);
+  const float attn_factor = 0x1.c1a9d6p-1f;
+  EXPECT_EQ(attn_factor, 1.0f / (1.0f + 0.1f * std::log(4.0f)));
+  const uint32_t out_of_place[16] = {0x3e058ba7, 0x3f0b28d1, 0x3bf3fd00, 0x3f9fff46,
+                                     0xbfe4a8c6, 0x3f49c80e, 0xc01026fc, 0x3fb488ac,
+                                     0x401e29cd, 0xc01203d5, 0x402a4f2f, 0x404510b9,
+                                     0xc0521025, 0x405e1103, 0x4070bf70, 0xc07f4c00};
+  const uint32_t in_place[16] = {0x3e058ba7, 0x3f0b28d1, 0x3bf3fd00, 0x3f9fff46,
+                                 0xbfe4a8c6, 0x3f49c80d, 0xc01026fc, 0x3fb488ac,
+                                 0x401e29cd, 0xc01203d5, 0x402a4f2f, 0x404510b9,
+                                 0xc0521026, 0x405e1103, 0x4070bf6f, 0xc07f4c00};
+  for (RopeLoop loop : {RopeLoop::kOutOfPlace, RopeLoop::kInPlace}) {
+    std::vector<float> x = in;
+    ApplyRope(x.data(), 1, 16, 16, 37, 10000.0f, RopeStyle::kNormal, nullptr, attn_factor, yarn,
+              loop);
+    const uint32_t* want = loop == RopeLoop::kInPlace ? in_place : out_of_place;
+    for (int i = 0; i < 16; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &x[i], sizeof(bits));
+      EXPECT_EQ(bits, want[i]) << "value " << i << (loop == RopeLoop::kInPlace ? " in place" : "");
+    }
+  }
+}
+
+// Without scaling, RopeYarn's defaults leave every angle as it was.
+TEST(RopeTest, DefaultYarnChangesNothing) {
+  std::vector<float> a(32), b;
+  for (int i = 0; i < 32; ++i) a[i] = 0.1f * static_cast<float>(i) - 1.3f;
+  b = a;
+  ApplyRope(a.data(), 2, 16, 16, 11, 10000.0f, RopeStyle::kNormal);
+  ApplyRope(b.data(), 2, 16, 16, 11, 10000.0f, RopeStyle::kNormal, nullptr, 1.0f, RopeYarn{});
+  EXPECT_EQ(a, b);
 }
 
 }  // namespace
