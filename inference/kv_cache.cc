@@ -7,7 +7,7 @@
 
 namespace ringlm {
 
-// One block's rows: [layer][key, value][slot][n_embd_kv]. Counted in its
+// One block's rows: [layer][16 key rows, 16 value rows]. Counted in its
 // ledger from allocation to the release of its last reference.
 struct KvCache::Block {
   Block(size_t values, std::shared_ptr<KvBlockLedger> l)
@@ -25,11 +25,11 @@ struct KvCache::Block {
   std::shared_ptr<KvBlockLedger> ledger;
 };
 
-KvCache::KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions,
-                 uint32_t first_layer, std::shared_ptr<KvBlockLedger> ledger)
+KvCache::KvCache(uint32_t n_layers, KvWidths widths, uint32_t max_positions, uint32_t first_layer,
+                 std::shared_ptr<KvBlockLedger> ledger)
     : n_layers_(n_layers),
       first_layer_(first_layer),
-      n_embd_kv_(n_embd_kv),
+      widths_(widths),
       max_positions_(max_positions),
       ledger_(ledger ? std::move(ledger) : std::make_shared<KvBlockLedger>()) {}
 
@@ -41,16 +41,20 @@ void KvCache::UseLedger(std::shared_ptr<KvBlockLedger> ledger) {
 }
 
 std::shared_ptr<KvCache::Block> KvCache::NewBlock() const {
-  return std::make_shared<Block>(size_t{n_layers_} * 2 * kKvBlockTokens * n_embd_kv_, ledger_);
+  return std::make_shared<Block>(
+      size_t{n_layers_} * kKvBlockTokens * (size_t{widths_.key} + widths_.value), ledger_);
 }
 
 std::shared_ptr<KvCache::Block> KvCache::CopyOfRows(const Block& from, uint32_t rows) const {
   // Only the first `rows` of each layer's keys and values: the rest of the
   // block may be written meanwhile by the cache that owns it.
   std::shared_ptr<Block> copy = NewBlock();
-  for (size_t run = 0; run < size_t{n_layers_} * 2; ++run) {
-    const size_t offset = run * kKvBlockTokens * n_embd_kv_;
-    std::copy_n(&from.data[offset], size_t{rows} * n_embd_kv_, &copy->data[offset]);
+  const size_t layer_values = kKvBlockTokens * (size_t{widths_.key} + widths_.value);
+  for (size_t layer = 0; layer < n_layers_; ++layer) {
+    const size_t keys = layer * layer_values;
+    const size_t values = keys + kKvBlockTokens * size_t{widths_.key};
+    std::copy_n(&from.data[keys], size_t{rows} * widths_.key, &copy->data[keys]);
+    std::copy_n(&from.data[values], size_t{rows} * widths_.value, &copy->data[values]);
   }
   return copy;
 }
@@ -58,12 +62,15 @@ std::shared_ptr<KvCache::Block> KvCache::CopyOfRows(const Block& from, uint32_t 
 uint16_t* KvCache::Row(uint32_t layer, uint32_t pos, int kv) const {
   const Block& block = *blocks_[pos / kKvBlockTokens];
   const size_t slot = pos % kKvBlockTokens;
-  return &block.data[((size_t{layer} * 2 + kv) * kKvBlockTokens + slot) * n_embd_kv_];
+  size_t offset = size_t{layer} * kKvBlockTokens * (size_t{widths_.key} + widths_.value);
+  if (kv == 0) return &block.data[offset + slot * widths_.key];
+  offset += kKvBlockTokens * size_t{widths_.key};
+  return &block.data[offset + slot * widths_.value];
 }
 
 KvCache KvCache::Fork(uint32_t n) const {
   n = std::min(n, n_positions());
-  KvCache fork(n_layers_, n_embd_kv_, max_positions_, first_layer_, ledger_);
+  KvCache fork(n_layers_, widths_, max_positions_, first_layer_, ledger_);
   const uint32_t whole = n / kKvBlockTokens;
   fork.blocks_.assign(blocks_.begin(), blocks_.begin() + whole);
   if (const uint32_t rows = n % kKvBlockTokens; rows > 0) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +36,14 @@ class KvBlockLedger {
   std::atomic<uint64_t> blocks_{0};
 };
 
+// The row widths of a cache: keys and values per position and layer, in
+// f16 values. They differ only for DeepSeek's MLA (heads of 192 key and 128
+// value values).
+struct KvWidths {
+  uint32_t key = 0;
+  uint32_t value = 0;
+};
+
 // Keys and values (f16, as llama.cpp stores them) for `n_layers` consecutive
 // layers from model layer `first_layer`, at positions [0, n_positions()),
 // together with the token id at each position, so a stage always knows
@@ -44,8 +53,10 @@ class KvBlockLedger {
 // counted: `Fork` shares blocks between caches, and a cache copies a shared
 // block before it writes into it (in `Reserve`), so no cache ever sees
 // another's writes. A block of positions [16b, 16b + 16) holds, per layer,
-// the 16 key rows and then the 16 value rows, each `n_embd_kv` long, so a
-// block's rows of one layer are contiguous with stride n_embd_kv.
+// the 16 key rows and then the 16 value rows, `widths.key` and
+// `widths.value` long (both n_embd_kv by default), so a block's key rows of
+// one layer are contiguous with stride widths.key, and its value rows with
+// stride widths.value.
 //
 // Not thread-safe: one forward pass at a time, enforced by the owner. Two
 // caches that share blocks may be used from two threads at once.
@@ -54,6 +65,10 @@ class KvCache {
   // `ledger` counts this cache's blocks, and its forks'; null gives the
   // cache a ledger of its own.
   KvCache(uint32_t n_layers, uint32_t n_embd_kv, uint32_t max_positions, uint32_t first_layer = 0,
+          std::shared_ptr<KvBlockLedger> ledger = nullptr)
+      : KvCache(n_layers, KvWidths{n_embd_kv, n_embd_kv}, max_positions, first_layer,
+                std::move(ledger)) {}
+  KvCache(uint32_t n_layers, KvWidths widths, uint32_t max_positions, uint32_t first_layer = 0,
           std::shared_ptr<KvBlockLedger> ledger = nullptr);
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
@@ -101,9 +116,10 @@ class KvCache {
   void set_writer(uint64_t writer) { writer_ = writer; }
   uint64_t writer() const { return writer_; }
 
-  // Row of `n_embd_kv` f16 values; `layer` is relative to the stage's first
-  // layer. Valid for positions Reserve made room for. Rows of positions in
-  // one block are contiguous (stride n_embd_kv); see `RunLength`.
+  // Row of `widths().key` (or `.value`) f16 values; `layer` is relative to
+  // the stage's first layer. Valid for positions Reserve made room for. Rows
+  // of positions in one block are contiguous (stride the row's width); see
+  // `RunLength`.
   uint16_t* key(uint32_t layer, uint32_t pos) { return Row(layer, pos, 0); }
   uint16_t* value(uint32_t layer, uint32_t pos) { return Row(layer, pos, 1); }
   const uint16_t* key(uint32_t layer, uint32_t pos) const { return Row(layer, pos, 0); }
@@ -115,7 +131,10 @@ class KvCache {
   }
 
   // Bytes one position costs across this stage's layers.
-  uint64_t bytes_per_token() const { return uint64_t{n_layers_} * n_embd_kv_ * 2 * 2; }
+  uint64_t bytes_per_token() const {
+    return uint64_t{n_layers_} * (widths_.key + widths_.value) * sizeof(uint16_t);
+  }
+  KvWidths widths() const { return widths_; }
   uint64_t bytes_per_block() const { return bytes_per_token() * kKvBlockTokens; }
   // Blocks this cache refers to, and their bytes (shared ones included).
   size_t n_blocks() const { return blocks_.size(); }
@@ -134,7 +153,7 @@ class KvCache {
 
   uint32_t n_layers_;
   uint32_t first_layer_;
-  uint32_t n_embd_kv_;
+  KvWidths widths_;
   uint32_t max_positions_;
   std::shared_ptr<KvBlockLedger> ledger_;
   std::vector<std::shared_ptr<Block>> blocks_;  // [pos / kKvBlockTokens]

@@ -133,5 +133,38 @@ TEST(KvCacheTest, TruncateForgetsLaterPositions) {
   EXPECT_EQ(cache.n_positions(), 1u);
 }
 
+// DeepSeek's MLA: keys wider than values. Every row keeps its own width,
+// rows of one block stay contiguous per kind, and a fork copies a partial
+// block's keys and values whole.
+TEST(KvCacheTest, KeysAndValuesOfTheirOwnWidths) {
+  KvCache cache(2, KvWidths{12, 8}, 64);
+  EXPECT_EQ(cache.bytes_per_token(), 2u * (12 + 8) * 2);
+  ASSERT_TRUE(cache.Reserve(20).ok());
+  EXPECT_EQ(cache.key(1, 5), cache.key(1, 4) + 12);
+  EXPECT_EQ(cache.value(1, 5), cache.value(1, 4) + 8);
+  EXPECT_EQ(cache.value(0, 0), cache.key(0, 0) + 16 * 12);  // values after the block's keys
+  EXPECT_EQ(cache.key(1, 0), cache.value(0, 0) + 16 * 8);   // then the next layer
+  std::vector<int32_t> tokens;
+  for (uint32_t pos = 0; pos < 20; ++pos) {
+    for (uint32_t l = 0; l < 2; ++l) {
+      for (int i = 0; i < 12; ++i) cache.key(l, pos)[i] = static_cast<uint16_t>(pos * 100 + i);
+      for (int i = 0; i < 8; ++i) cache.value(l, pos)[i] = static_cast<uint16_t>(~(pos * 100 + i));
+    }
+    tokens.push_back(static_cast<int32_t>(pos));
+  }
+  cache.Commit(tokens.data(), 20);
+  const KvCache fork = cache.Fork(19);
+  EXPECT_EQ(fork.widths().key, 12u);
+  EXPECT_EQ(fork.widths().value, 8u);
+  for (uint32_t pos = 0; pos < 19; ++pos) {
+    for (uint32_t l = 0; l < 2; ++l) {
+      for (int i = 0; i < 12; ++i) ASSERT_EQ(fork.key(l, pos)[i], pos * 100 + i) << pos;
+      for (int i = 0; i < 8; ++i) {
+        ASSERT_EQ(fork.value(l, pos)[i], static_cast<uint16_t>(~(pos * 100 + i))) << pos;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ringlm
