@@ -29,8 +29,11 @@ absl::StatusOr<uint32_t> GetBounded(const GgufFile& file, const std::string& key
 
 // The expert keys: optional on llama (Mixtral when the count is above 0),
 // required on qwen2moe and qwen3moe. Defaults as llama.cpp's loader.
+absl::Status ReadDeepSeekExperts(const GgufFile& file, const std::string& p, ModelConfig& c);
+
 absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig& c) {
-  const bool required = c.architecture == "qwen2moe" || c.architecture == "qwen3moe";
+  const bool required =
+      c.architecture == "qwen2moe" || c.architecture == "qwen3moe" || c.architecture == "deepseek2";
   const std::string count_key = p + "expert_count";
   if (!required) {
     if (file.Find(count_key) == nullptr) return absl::OkStatus();
@@ -48,6 +51,7 @@ absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig
     c.expert_weights_norm = true;
     return absl::OkStatus();
   }
+  if (c.architecture == "deepseek2") return ReadDeepSeekExperts(file, p, c);
   // Qwen MoE: experts of their own width; Qwen 2's take raw softmax weights
   // and add a shared expert behind a sigmoid gate, Qwen 3's renormalise.
   c.n_ff_exp = c.n_ff / c.n_expert_used;
@@ -65,6 +69,7 @@ absl::Status ReadExperts(const GgufFile& file, const std::string& p, ModelConfig
     return absl::OkStatus();
   }
   c.n_ff_shexp = c.n_ff;
+  c.shared_expert_gated = true;
   if (file.Find(p + "expert_shared_feed_forward_length") != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(c.n_ff_shexp,
                             GetBounded(file, p + "expert_shared_feed_forward_length", kMaxDim));
@@ -91,6 +96,25 @@ absl::Status ReadHeadDim(const GgufFile& file, const std::string& p, ModelConfig
     }
   }
   const std::string value_key = p + "attention.value_length";
+  c.head_dim_v = c.head_dim;
+  if (c.architecture == "deepseek2") {      // MLA's values have a width of their own
+    if (file.Find(value_key) == nullptr) {  // llama.cpp's default
+      if (c.n_embd % c.n_head != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("embedding_length ", c.n_embd,
+                                                       " is not a multiple of head_count ",
+                                                       c.n_head, " and no ", value_key));
+      }
+      c.head_dim_v = c.n_embd / c.n_head;
+      return absl::OkStatus();
+    }
+    RINGLM_ASSIGN_OR_RETURN(c.head_dim_v, GetBounded(file, value_key, kMaxDim));
+    if (uint64_t{c.head_dim_v} * c.n_head > kMaxDim) {
+      return absl::InvalidArgumentError(absl::StrCat("key '", value_key, "' = ", c.head_dim_v,
+                                                     " times head_count ", c.n_head, " exceeds ",
+                                                     kMaxDim));
+    }
+    return absl::OkStatus();
+  }
   if (file.Find(value_key) != nullptr) {
     RINGLM_ASSIGN_OR_RETURN(const uint32_t value_length, GetBounded(file, value_key, kMaxDim));
     if (value_length != c.head_dim) {
@@ -109,6 +133,115 @@ absl::StatusOr<float> GetPositive(const GgufFile& file, const std::string& key, 
     return absl::InvalidArgumentError(absl::StrCat("key '", key, "' = ", v, " is not positive"));
   }
   return v;
+}
+
+// DeepSeek's experts (llama.cpp c392e50's DEEPSEEK2 hparams, all keys it
+// requires required here): their width, the dense lead, the shared experts
+// (at least one: llama.cpp always loads their tensors), the gating (absent or
+// 0 is softmax, as llama.cpp keeps for V2 files) and the weights' scale and
+// normalisation.
+absl::Status ReadDeepSeekExperts(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  RINGLM_ASSIGN_OR_RETURN(c.n_ff_exp, GetBounded(file, p + "expert_feed_forward_length", kMaxDim));
+  const std::string lead_key = p + "leading_dense_block_count";
+  RINGLM_ASSIGN_OR_RETURN(const uint64_t lead, file.GetUint(lead_key));
+  if (lead > c.n_layer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key '", lead_key, "' = ", lead, " exceeds block_count ", c.n_layer));
+  }
+  c.n_layer_dense_lead = static_cast<uint32_t>(lead);
+  RINGLM_ASSIGN_OR_RETURN(const uint32_t n_shared,
+                          GetBounded(file, p + "expert_shared_count", kMaxExperts));
+  c.n_ff_shexp = c.n_ff_exp * n_shared;
+  if (uint64_t{c.n_ff_exp} * n_shared > kMaxDim) {
+    return absl::InvalidArgumentError(absl::StrCat(p, "expert_shared_count ", n_shared, " times ",
+                                                   p, "expert_feed_forward_length ", c.n_ff_exp,
+                                                   " exceeds ", kMaxDim));
+  }
+  const std::string scale_key = p + "expert_weights_scale";
+  if (file.Find(scale_key) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("key '", scale_key, "' not found"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(c.expert_weights_scale, GetPositive(file, scale_key, 1.0f));
+  const std::string norm_key = p + "expert_weights_norm";
+  if (file.Find(norm_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.expert_weights_norm, file.GetBool(norm_key));
+  }
+  const std::string gating_key = p + "expert_gating_func";
+  if (file.Find(gating_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(const uint64_t gating, file.GetUint(gating_key));
+    if (gating > 2) {
+      return absl::InvalidArgumentError(absl::StrCat("key '", gating_key, "' = ", gating,
+                                                     " is not 0 or 1 (softmax) or 2 (sigmoid)"));
+    }
+    c.sigmoid_gating = gating == 2;
+  }
+  return absl::OkStatus();
+}
+
+// DeepSeek's attention (llama.cpp c392e50's DEEPSEEK2 hparams and
+// build_deepseek2): the MLA ranks, one KV head per query head, a rotated
+// part narrower than the key, and the RoPE scaling as the GGUF gives it
+// (none, linear or yarn; llama.cpp's default linear), with the pre-scaled
+// kq_scale and rope attention factor llama.cpp computes for YaRN. Plain
+// float arithmetic (this file is built without FMA contraction), as
+// libllama's.
+absl::Status ReadDeepSeekAttention(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  RINGLM_ASSIGN_OR_RETURN(c.kv_lora_rank, GetBounded(file, p + "attention.kv_lora_rank", kMaxDim));
+  const std::string q_rank_key = p + "attention.q_lora_rank";
+  if (file.Find(q_rank_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.q_lora_rank, GetBounded(file, q_rank_key, kMaxDim));
+  }
+  if (c.n_head_kv != c.n_head) {
+    return absl::InvalidArgumentError(absl::StrCat("deepseek2: attention.head_count_kv ",
+                                                   c.n_head_kv, " must be head_count ", c.n_head,
+                                                   " (MLA gives every head its own K and V)"));
+  }
+  if (c.n_rot >= c.head_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("deepseek2: rope.dimension_count ", c.n_rot,
+                                                   " must be below attention.key_length ",
+                                                   c.head_dim));
+  }
+  std::string type = "linear";
+  const std::string type_key = p + "rope.scaling.type";
+  if (file.Find(type_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(type, file.GetString(type_key));
+  }
+  if (type != "none" && type != "linear" && type != "yarn") {
+    return absl::UnimplementedError(absl::StrCat("key '", type_key, "' = '", type,
+                                                 "': RoPE scaling other than yarn or linear"));
+  }
+  const std::string factor_key = p + "rope.scaling.factor";
+  float factor = 0.0f;
+  if (file.Find(factor_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(factor, file.GetFloat(factor_key));
+    if (!(factor >= 0 && std::isfinite(factor))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key '", factor_key, "' = ", factor, " is negative or not finite"));
+    }
+  }
+  RopeYarn& yarn = c.rope_yarn;
+  yarn.freq_scale = type == "none" || factor == 0.0f ? 1.0f : 1.0f / factor;
+  yarn.ext_factor = type == "yarn" ? 1.0f : 0.0f;
+  c.n_ctx_orig = c.n_ctx_train;
+  const std::string orig_key = p + "rope.scaling.original_context_length";
+  if (file.Find(orig_key) != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(c.n_ctx_orig, GetBounded(file, orig_key, 1u << 24));
+  }
+  YarnCorrDims(static_cast<int>(c.n_rot), c.n_ctx_orig, c.rope_freq_base, 32.0f, 1.0f,
+               &yarn.corr_low, &yarn.corr_high);
+  const std::string log_mul_key = p + "rope.scaling.yarn_log_multiplier";
+  RINGLM_ASSIGN_OR_RETURN(const float log_mul, file.GetFloat(log_mul_key));
+  if (!std::isfinite(log_mul)) {
+    return absl::InvalidArgumentError(absl::StrCat("key '", log_mul_key, "' is not finite"));
+  }
+  RINGLM_ASSIGN_OR_RETURN(const float attn_factor,
+                          GetPositive(file, p + "rope.scaling.attn_factor", 1.0f));
+  // build_deepseek2's pre-scaling, in its order of operations.
+  const float ln_stretch = std::log(1.0f / yarn.freq_scale);
+  const float mscale = attn_factor * (1.0f + log_mul * ln_stretch);
+  c.kq_scale = 1.0f * mscale * mscale / std::sqrt(static_cast<float>(c.head_dim));
+  c.rope_attn_factor = 1.0f / (1.0f + 0.1f * ln_stretch);
+  return absl::OkStatus();
 }
 
 // Gemma 2 (llama.cpp c392e50's build_gemma2 and its hparams): soft-caps
@@ -216,11 +349,13 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     c.has_qk_norm = true;
   } else if (c.architecture == "phi3") {
     c.rope_style = RopeStyle::kNeox;
+  } else if (c.architecture == "deepseek2") {
+    c.rope_style = RopeStyle::kNormal;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("unsupported architecture '", c.architecture,
                      "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, "
-                     "phi3)"));
+                     "phi3, deepseek2)"));
   }
   if (absl::StatusOr<std::string> name = file.GetString("general.name"); name.ok()) {
     c.name = *name;
@@ -267,6 +402,7 @@ absl::StatusOr<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
     RINGLM_RETURN_IF_ERROR(ReadGemma(file, p, c));
   }
   if (c.architecture == "phi3") RINGLM_RETURN_IF_ERROR(ReadPhi3(file, p, c));
+  if (c.architecture == "deepseek2") RINGLM_RETURN_IF_ERROR(ReadDeepSeekAttention(file, p, c));
   // The vocabulary size is the embedding's row count; the tokenizer checks
   // that its own list agrees.
   absl::StatusOr<const GgufTensorInfo*> embd = file.RequireTensor("token_embd.weight");

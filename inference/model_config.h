@@ -15,14 +15,15 @@ namespace ringlm {
 // data; `FromGguf` is the only place that interprets architecture keys.
 struct ModelConfig {
   std::string architecture;  // "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "gemma2",
-                             // "gemma3", "phi3"
+                             // "gemma3", "phi3", "deepseek2"
   std::string name;          // general.name, may be empty
   uint32_t n_layer = 0;
   uint32_t n_embd = 0;
   uint32_t n_ff = 0;
   uint32_t n_head = 0;
   uint32_t n_head_kv = 0;
-  uint32_t head_dim = 0;  // attention.key_length, else n_embd / n_head
+  uint32_t head_dim = 0;    // attention.key_length, else n_embd / n_head
+  uint32_t head_dim_v = 0;  // attention.value_length (deepseek2 only may differ), else head_dim
   uint32_t n_vocab = 0;
   uint32_t n_ctx_train = 0;  // {arch}.context_length
   uint32_t n_rot = 0;        // {arch}.rope.dimension_count
@@ -37,11 +38,34 @@ struct ModelConfig {
   // chosen by a softmax router (llama.cpp's llm_build_moe_ffn), plus on
   // qwen2moe a shared expert of width n_ff_shexp behind a sigmoid gate.
   // llama and qwen3moe renormalise the chosen weights; qwen2moe does not.
-  uint32_t n_expert = 0;             // {arch}.expert_count; 0 for a dense model
-  uint32_t n_expert_used = 0;        // {arch}.expert_used_count
-  uint32_t n_ff_exp = 0;             // an expert's width: n_ff on llama (Mixtral)
-  uint32_t n_ff_shexp = 0;           // the shared expert's width; 0: none
-  bool expert_weights_norm = false;  // the chosen weights are rescaled to sum 1
+  // DeepSeek (deepseek2): the first n_layer_dense_lead layers are dense
+  // (width n_ff); the router's gating is a softmax (V2) or a sigmoid (V3),
+  // an optional per-layer bias (exp_probs_b) is added to the probabilities
+  // to choose the experts but not to weigh them, the weights are then
+  // multiplied by expert_weights_scale, and n_expert_shared experts of
+  // width n_ff_exp (one matrix set of width n_ff_shexp) always run, ungated.
+  uint32_t n_expert = 0;              // {arch}.expert_count; 0 for a dense model
+  uint32_t n_expert_used = 0;         // {arch}.expert_used_count
+  uint32_t n_ff_exp = 0;              // an expert's width: n_ff on llama (Mixtral)
+  uint32_t n_ff_shexp = 0;            // the shared expert's width; 0: none
+  bool shared_expert_gated = false;   // qwen2moe: sigmoid(ffn_gate_inp_shexp . x) times it
+  bool expert_weights_norm = false;   // the chosen weights are rescaled to sum 1
+  uint32_t n_layer_dense_lead = 0;    // {arch}.leading_dense_block_count
+  bool sigmoid_gating = false;        // {arch}.expert_gating_func 2; else softmax
+  float expert_weights_scale = 1.0f;  // {arch}.expert_weights_scale (x1 is exact elsewhere)
+  // DeepSeek's MLA (llama.cpp c392e50's build_deepseek2): Q from attn_q, or
+  // when q_lora_rank > 0 from attn_q_b(RMSNorm(attn_q_a x)); K and V from a
+  // latent of kv_lora_rank values (attn_kv_a_mqa's first rows, RMSNorm'd by
+  // attn_kv_a_norm, through attn_kv_b) and one rotated key of n_rot values
+  // (attn_kv_a_mqa's last rows) that every head shares. A head's key is
+  // head_dim wide: head_dim - n_rot unrotated values, then n_rot rotated;
+  // its value is head_dim_v wide. n_head_kv == n_head. YaRN (rope_yarn)
+  // stretches the angles; llama.cpp pre-scales for it: rope_attn_factor is
+  // 1 / (1 + 0.1 ln(1 / freq_scale)) and kq_scale is mscale^2 / sqrt(head_dim),
+  // mscale = attn_factor * (1 + yarn_log_multiplier * ln(1 / freq_scale)).
+  uint32_t kv_lora_rank = 0;  // {arch}.attention.kv_lora_rank; > 0: MLA
+  uint32_t q_lora_rank = 0;   // {arch}.attention.q_lora_rank; 0: plain attn_q (V2-Lite)
+  RopeYarn rope_yarn;         // rope.scaling.{type, factor, original_context_length}
   // Attention scaling: llama.cpp multiplies K.Q by kq_scale in the softmax;
   // Gemma 2 instead multiplies Q by q_scale after RoPE (then kq_scale is 1).
   float kq_scale = 1.0f;  // 1 / sqrt(head_dim) but on gemma2
@@ -73,8 +97,12 @@ struct ModelConfig {
   uint32_t n_ctx_orig = 0;        // {arch}.rope.scaling.original_context_length, else n_ctx_train
   float rope_attn_factor = 1.0f;  // {arch}.rope.scaling.attn_factor
 
-  uint32_t n_embd_kv() const { return n_head_kv * head_dim; }
+  uint32_t n_embd_kv() const { return n_head_kv * head_dim; }   // a cache row of keys
+  uint32_t n_embd_v() const { return n_head_kv * head_dim_v; }  // a cache row of values
   bool is_moe() const { return n_expert > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Whether layer il's feed-forward is the mixture of experts (else dense).
+  bool IsMoeLayer(uint32_t il) const { return is_moe() && il >= n_layer_dense_lead; }
   // Whether layer il attends only to a window of n_swa positions.
   bool IsSlidingLayer(uint32_t il) const {
     if (swa_every_layer) return n_swa > 0;
@@ -89,8 +117,9 @@ struct ModelConfig {
   }
 
   // Reads and checks the hyperparameters. Unimplemented for an architecture
-  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2/gemma3/phi3 (or experts on
-  // the dense ones but llama, or values as wide as keys); NotFound for a
+  // other than llama/qwen2/qwen2moe/qwen3/qwen3moe/gemma2/gemma3/phi3/deepseek2 (or
+  // experts on the dense ones but llama, or values as wide as keys but on
+  // deepseek2, or a RoPE scaling type it does not know); NotFound for a
   // missing key; InvalidArgument, naming the key, for values that contradict
   // each other (heads that do not divide n_embd, more experts used than
   // exist, a soft-cap or sliding window that is not positive, ...).

@@ -88,7 +88,8 @@ void RouterMatMul(const float* w, int64_t rows, int64_t cols, const float* x, in
 
 // out += sigmoid(gate) * SwiGLU-FFN(x) per token, the shared expert of
 // qwen2moe. Its gate is a dot with an f32 vector; the sigmoid is computed
-// as c392e50's graph does it, silu(g) / g.
+// as c392e50's graph does it, silu(g) / g. DeepSeek's shared experts have no
+// gate: out += SwiGLU-FFN(x).
 void AddSharedExpert(const ModelConfig& c, const MoeWeights& w, const float* x, int64_t n,
                      float* out, ThreadPool* pool) {
   const int64_t n_embd = c.n_embd;
@@ -97,7 +98,7 @@ void AddSharedExpert(const ModelConfig& c, const MoeWeights& w, const float* x, 
   std::vector<float> gate(n * n_ff);    // [n x n_ff_shexp]
   std::vector<float> up(n * n_ff);      // [n x n_ff_shexp]
   std::vector<float> down(n * n_embd);  // [n x n_embd]
-  RouterMatMul(w.shared_gate_inp, 1, n_embd, x, n, g.data());
+  if (w.shared_gate_inp != nullptr) RouterMatMul(w.shared_gate_inp, 1, n_embd, x, n, g.data());
   const WeightMatrix& wg = w.shared_gate;
   const WeightMatrix& wu = w.shared_up;
   const WeightMatrix& wd = w.shared_down;
@@ -105,6 +106,10 @@ void AddSharedExpert(const ModelConfig& c, const MoeWeights& w, const float* x, 
   MatMul(wu.type, wu.data, wu.rows, wu.cols, x, n, up.data(), pool);
   for (int64_t t = 0; t < n; ++t) SwiGlu(&gate[t * n_ff], &up[t * n_ff], &gate[t * n_ff], n_ff);
   MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), n, down.data(), pool);
+  if (w.shared_gate_inp == nullptr) {
+    for (int64_t i = 0; i < n * n_embd; ++i) out[i] += down[i];
+    return;
+  }
   for (int64_t t = 0; t < n; ++t) {
     const float sigmoid = Silu(g[t]) / g[t];
     for (int64_t j = 0; j < n_embd; ++j) out[t * n_embd + j] += down[t * n_embd + j] * sigmoid;
@@ -122,17 +127,25 @@ void RouterLogits(const WeightMatrix& router, const float* x, int64_t n, float* 
   }
 }
 
-ExpertChoice RouteToken(const ModelConfig& c, const float* logits) {
+ExpertChoice RouteToken(const ModelConfig& c, const float* logits, const float* probs_bias) {
   std::vector<float> probs(logits, logits + c.n_expert);  // [n_expert]
-  RouterSoftmax(probs.data(), c.n_expert);
+  if (c.sigmoid_gating) {
+    for (float& p : probs) p = 1.0f / (1.0f + std::exp(-p));  // ggml_vec_sigmoid_f32
+  } else {
+    RouterSoftmax(probs.data(), c.n_expert);
+  }
+  std::vector<float> selection = probs;  // [n_expert]: what the top k is taken over
+  if (probs_bias != nullptr) {
+    for (uint32_t e = 0; e < c.n_expert; ++e) selection[e] += probs_bias[e];
+  }
   // ggml_argsort (descending) is an exchange sort: position j takes, in turn,
-  // every later index whose probability is strictly greater. Position j is
-  // final after its pass, so n_expert_used passes give the top k.
+  // every later index whose value is strictly greater. Position j is final
+  // after its pass, so n_expert_used passes give the top k.
   std::vector<int32_t> order(c.n_expert);
   std::iota(order.begin(), order.end(), 0);
   for (uint32_t j = 0; j < c.n_expert_used; ++j) {
     for (uint32_t k = j + 1; k < c.n_expert; ++k) {
-      if (probs[order[j]] < probs[order[k]]) std::swap(order[j], order[k]);
+      if (selection[order[j]] < selection[order[k]]) std::swap(order[j], order[k]);
     }
   }
   ExpertChoice choice;
@@ -144,6 +157,8 @@ ExpertChoice RouteToken(const ModelConfig& c, const float* logits) {
     const float total = static_cast<float>(sum);
     for (float& w : choice.weights) w /= total;
   }
+  // ggml_scale (DeepSeek's expert_weights_scale; x * 1 is exact elsewhere).
+  for (float& w : choice.weights) w *= c.expert_weights_scale;
   return choice;
 }
 
@@ -158,7 +173,7 @@ void MoeFeedForward(const ModelConfig& c, const MoeWeights& w, const float* x, i
   std::vector<ExpertChoice> choices(n);
   std::vector<std::vector<int64_t>> slots(c.n_expert);  // per expert: t * k + slot, t ascending
   for (int64_t t = 0; t < n; ++t) {
-    choices[t] = RouteToken(c, &logits[t * c.n_expert]);
+    choices[t] = RouteToken(c, &logits[t * c.n_expert], w.probs_bias);
     for (int64_t s = 0; s < k; ++s) slots[choices[t].experts[s]].push_back(t * k + s);
   }
   // Each chosen expert once, over the rows of the tokens that chose it.

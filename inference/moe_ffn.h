@@ -28,13 +28,19 @@ void RouterLogits(const WeightMatrix& router, const float* x, int64_t n, float* 
 
 // Routes one token from its router logits [n_expert], as llama.cpp does:
 //   - softmax over the logits (ggml_soft_max: ggml's vector exp for groups of
-//     8, libm expf for the rest, the sum in double, then one float scale);
-//   - the n_expert_used largest probabilities, in the order of ggml_argsort's
-//     descending exchange sort (ties keep the lower index first);
-//   - when config.expert_weights_norm, each chosen probability divided by
-//     their float sum (added in double, as ggml_sum_rows).
-// Precondition: config.is_moe(). Pure, thread-safe.
-ExpertChoice RouteToken(const ModelConfig& config, const float* logits);
+//     8, libm expf for the rest, the sum in double, then one float scale), or
+//     with config.sigmoid_gating (DeepSeek V3) 1 / (1 + expf(-logit)) each;
+//   - the n_expert_used largest probabilities, plus `probs_bias` when given
+//     (V3's exp_probs_b: it steers the choice, not the weights), in the order
+//     of ggml_argsort's descending exchange sort (ties keep the lower index
+//     first);
+//   - the chosen experts' unbiased probabilities as weights; when
+//     config.expert_weights_norm, each divided by their float sum (added in
+//     double, as ggml_sum_rows); then times config.expert_weights_scale.
+// Precondition: config.is_moe(); probs_bias null or [n_expert]. Pure,
+// thread-safe.
+ExpertChoice RouteToken(const ModelConfig& config, const float* logits,
+                        const float* probs_bias = nullptr);
 
 // out[t] = sum over token t's chosen experts of weight * down(SwiGLU(gate,
 // up)), for the n normed inputs `x` [n x n_embd]; out is [n x n_embd]. The
@@ -44,9 +50,9 @@ ExpertChoice RouteToken(const ModelConfig& config, const float* logits);
 // (one MatMul over their gathered rows), and experts no token chose are not
 // read at all. A token's result is bit-identical whatever else is in the
 // batch, since every kernel's per-row arithmetic ignores the other rows.
-// With a shared expert (config.n_ff_shexp > 0, qwen2moe), every token then
-// adds its SwiGLU output times sigmoid(shared_gate_inp . x), as llama.cpp's
-// qwen2moe graph does.
+// With a shared expert (config.n_ff_shexp > 0), every token then adds its
+// SwiGLU output: times sigmoid(shared_gate_inp . x) on qwen2moe, as
+// llama.cpp's qwen2moe graph does; as it is on deepseek2.
 // Precondition: config.is_moe(); `w` is a layer of a model with `config`;
 // out does not overlap x. Same pool rules as MatMul.
 void MoeFeedForward(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n,

@@ -59,6 +59,31 @@ TEST(RouteTokenTest, NormalisedWeightsAreTheProbabilitiesOverTheirFloatSum) {
   EXPECT_EQ(norm.weights[1], raw.weights[1] / total);
 }
 
+// DeepSeek V3: sigmoid gating; the bias moves expert 0 to the front of the
+// choice, but the weights are the unbiased sigmoids, renormalised, then
+// scaled (llm_build_moe_ffn's order).
+TEST(RouteTokenTest, SigmoidGatingWithASelectionBiasAndAScale) {
+  ModelConfig c = RouterConfig(5, 2, true);
+  c.sigmoid_gating = true;
+  c.expert_weights_scale = 2.5f;
+  const std::vector<float> logits = {-1.0f, 2.0f, 0.5f, 0.4f, -3.0f};
+  const std::vector<float> bias = {1.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  auto sigmoid = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+  const ExpertChoice unbiased = RouteToken(c, logits.data());
+  EXPECT_EQ(unbiased.experts, (std::vector<int32_t>{1, 2}));
+  const ExpertChoice biased = RouteToken(c, logits.data(), bias.data());
+  EXPECT_EQ(biased.experts, (std::vector<int32_t>{0, 1}));  // 0.27 + 1.5 beats 0.88
+  const float p0 = sigmoid(-1.0f), p1 = sigmoid(2.0f);
+  const float total = static_cast<float>(double{p0} + double{p1});
+  EXPECT_EQ(biased.weights[0], p0 / total * 2.5f);
+  EXPECT_EQ(biased.weights[1], p1 / total * 2.5f);
+  // Without normalisation: the raw sigmoids, scaled.
+  c.expert_weights_norm = false;
+  const ExpertChoice raw = RouteToken(c, logits.data(), bias.data());
+  EXPECT_EQ(raw.weights[0], p0 * 2.5f);
+  EXPECT_EQ(raw.weights[1], p1 * 2.5f);
+}
+
 // Deterministic values in [-scale, scale).
 std::vector<float> Values(size_t n, uint32_t seed, float scale) {
   std::vector<float> v(n);

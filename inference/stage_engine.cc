@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "inference/gemma_ops.h"
+#include "inference/mla_attention.h"
 #include "inference/moe_ffn.h"
 #include "inference/ops/activations.h"
 #include "inference/ops/attention.h"
@@ -44,8 +45,8 @@ StageEngine::StageEngine(const ModelConfig& config, const StageWeights& weights,
     : config_(config), weights_(weights), pool_(pool) {}
 
 KvCache StageEngine::NewCache(uint32_t context_size) const {
-  return KvCache(weights_.range().size(), config_.n_embd_kv(), context_size,
-                 weights_.range().first);
+  return KvCache(weights_.range().size(), KvWidths{config_.n_embd_kv(), config_.n_embd_v()},
+                 context_size, weights_.range().first);
 }
 
 absl::Status StageEngine::Check(const KvCache& cache, const StageInput& in) const {
@@ -103,9 +104,11 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
                             float* out) const {
   const bool sliding = config_.IsSlidingLayer(weights_.range().first + layer);
   const int64_t n_head = config_.n_head;
-  const int64_t hd = config_.head_dim;
+  const int64_t hd = config_.head_dim;      // a key head
+  const int64_t hd_v = config_.head_dim_v;  // a value head (DeepSeek's narrower)
   const int64_t group = config_.n_head / config_.n_head_kv;
-  const int64_t stride = config_.n_embd_kv();
+  const int64_t k_stride = config_.n_embd_kv();
+  const int64_t v_stride = config_.n_embd_v();
   const float scale = config_.kq_scale;
   const int64_t n = static_cast<int64_t>(layout.pos.size());
   // One item per token and KV head: the `group` query heads that share the
@@ -121,7 +124,6 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
       const int64_t kv_head = item % config_.n_head_kv;
       const int64_t h0 = kv_head * group;  // its first query head
       const KvCache& cache = *layout.caches[layout.item[t]];
-      const int64_t kv_offset = kv_head * hd;
       const int64_t n_keys = int64_t{layout.pos[t]} + 1;
       const float* qh = q + (t * n_head + h0) * hd;
       std::copy(qh, qh + group * hd, q16.begin());
@@ -129,11 +131,11 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
       // The cache's rows are contiguous within each block.
       const uint32_t n_rows = static_cast<uint32_t>(n_keys);
       for (uint32_t j = 0; j < n_rows; j += KvCache::RunLength(j, n_rows)) {
-        const uint16_t* k_run = cache.key(layer, j) + kv_offset;
-        const uint16_t* v_run = cache.value(layer, j) + kv_offset;
+        const uint16_t* k_run = cache.key(layer, j) + kv_head * hd;
+        const uint16_t* v_run = cache.value(layer, j) + kv_head * hd_v;
         for (uint32_t r = 0; r < KvCache::RunLength(j, n_rows); ++r) {
-          keys[j + r] = k_run + r * stride;
-          values[j + r] = v_run + r * stride;
+          keys[j + r] = k_run + r * k_stride;
+          values[j + r] = v_run + r * v_stride;
         }
       }
       AttentionScoresF16(q16.data(), group, keys.data(), n_keys, hd, scale, scores.data(),
@@ -147,8 +149,8 @@ void StageEngine::Attention(const Layout& layout, uint32_t layer, const float* q
         RoundThroughF16(head_scores, n_keys);
       }
       // The group's outputs are contiguous heads.
-      AttentionWeightedSumF16(scores.data(), group, layout.max_keys, values.data(), n_keys, hd,
-                              out + (t * n_head + h0) * hd, hd);
+      AttentionWeightedSumF16(scores.data(), group, layout.max_keys, values.data(), n_keys, hd_v,
+                              out + (t * n_head + h0) * hd_v, hd_v);
     }
   };
   if (pool_ != nullptr) {
@@ -198,6 +200,8 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
   const int64_t n_embd = c.n_embd;
   const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
   const int64_t kv_dim = c.n_embd_kv();
+  const int64_t v_dim = c.n_embd_v();
+  const int64_t attn_dim = int64_t{c.n_head} * c.head_dim_v;
 
   std::vector<float> x(n * n_embd);  // residual stream [n x n_embd], items stacked
   {
@@ -211,17 +215,19 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
       row += static_cast<int64_t>(it.input.tokens.size());
     }
   }
-  std::vector<float> cur(n * n_embd);   // normed input of a sub-block [n x n_embd]
-  std::vector<float> q(n * q_dim);      // [n x n_head*head_dim]
-  std::vector<float> k(n * kv_dim);     // [n x n_head_kv*head_dim]
-  std::vector<float> v(n * kv_dim);     // [n x n_head_kv*head_dim]
-  std::vector<float> attn(n * q_dim);   // attention output per head [n x n_head*head_dim]
-  std::vector<float> proj(n * n_embd);  // a projection back to [n x n_embd]
-  const int64_t n_ff_dense = c.is_moe() ? 0 : c.n_ff;  // MoE layers keep their own buffers
-  std::vector<float> gate(n * n_ff_dense);             // [n x n_ff]
-  std::vector<float> up(n * n_ff_dense);               // [n x n_ff]
-
+  std::vector<float> cur(n * n_embd);     // normed input of a sub-block [n x n_embd]
+  std::vector<float> q(n * q_dim);        // [n x n_head*head_dim]
+  std::vector<float> k(n * kv_dim);       // [n x n_head_kv*head_dim]
+  std::vector<float> v(n * v_dim);        // [n x n_head_kv*head_dim_v]
+  std::vector<float> attn(n * attn_dim);  // attention output per head [n x n_head*head_dim_v]
+  std::vector<float> proj(n * n_embd);    // a projection back to [n x n_embd]
   const LayerRange range = weights_.range();
+  // Dense layers' buffers; MoE layers keep their own.
+  const bool any_dense = !c.IsMoeLayer(range.first);  // dense layers lead
+  const int64_t n_ff_dense = any_dense ? c.n_ff : 0;
+  std::vector<float> gate(n * n_ff_dense);  // [n x n_ff]
+  std::vector<float> up(n * n_ff_dense);    // [n x n_ff]
+
   for (uint32_t il = range.first; il < range.last; ++il) {
     const LayerWeights& w = weights_.layer(il);
     const uint32_t cache_layer = il - range.first;
@@ -229,36 +235,42 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(&x[t * n_embd], w.attn_norm, &cur[t * n_embd], n_embd, c.rms_eps);
     }
-    // Q, K, V projections (plus biases on qwen2).
-    Project(w.wq, cur.data(), n, q.data(), pool_);
-    Project(w.wk, cur.data(), n, k.data(), pool_);
-    Project(w.wv, cur.data(), n, v.data(), pool_);
-    AddBias(w.bq, n, q_dim, q.data());
-    AddBias(w.bk, n, kv_dim, k.data());
-    AddBias(w.bv, n, kv_dim, v.data());
-    // Qwen 3, Gemma 3: RMSNorm of every Q and K head, before RoPE.
-    NormRows(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
-    NormRows(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
-    // RoPE at absolute positions (then Gemma's Q scale), then K and V into
-    // each session's cache as f16.
-    // Phi-3's LongRoPE factors go by the session's context size.
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t pos = layout.pos[t];
-      KvCache& cache = *layout.caches[layout.item[t]];
-      const float* factors = weights_.rope_factors(c, cache.max_positions());
-      ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style,
-                factors, c.rope_attn_factor);
-      if (c.q_scale != 1.0f) {
-        for (int64_t i = 0; i < q_dim; ++i) q[t * q_dim + i] *= c.q_scale;
+    if (c.is_mla()) {
+      // DeepSeek: Q, K and V through the latent, RoPE'd (mla_attention.h).
+      MlaProject(c, w, cur.data(), n, layout.pos, q.data(), k.data(), v.data(), pool_);
+    } else {
+      // Q, K, V projections (plus biases on qwen2).
+      Project(w.wq, cur.data(), n, q.data(), pool_);
+      Project(w.wk, cur.data(), n, k.data(), pool_);
+      Project(w.wv, cur.data(), n, v.data(), pool_);
+      AddBias(w.bq, n, q_dim, q.data());
+      AddBias(w.bk, n, kv_dim, k.data());
+      AddBias(w.bv, n, kv_dim, v.data());
+      // Qwen 3, Gemma 3: RMSNorm of every Q and K head, before RoPE.
+      NormRows(w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, q.data());
+      NormRows(w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, k.data());
+      // RoPE at absolute positions (then Gemma's Q scale). Phi-3's LongRoPE
+      // factors go by the session's context size.
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t pos = layout.pos[t];
+        const KvCache& cache = *layout.caches[layout.item[t]];
+        const float* factors = weights_.rope_factors(c, cache.max_positions());
+        ApplyRope(&q[t * q_dim], c.n_head, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style,
+                  factors, c.rope_attn_factor);
+        if (c.q_scale != 1.0f) {
+          for (int64_t i = 0; i < q_dim; ++i) q[t * q_dim + i] *= c.q_scale;
+        }
+        ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.RopeBase(il),
+                  c.rope_style, factors, c.rope_attn_factor);
       }
-      ApplyRope(&k[t * kv_dim], c.n_head_kv, c.head_dim, c.n_rot, pos, c.RopeBase(il), c.rope_style,
-                factors, c.rope_attn_factor);
+    }
+    // K and V into each session's cache as f16.
+    for (int64_t t = 0; t < n; ++t) {
+      KvCache& cache = *layout.caches[layout.item[t]];
       uint16_t* k_row = cache.key(cache_layer, layout.pos[t]);
       uint16_t* v_row = cache.value(cache_layer, layout.pos[t]);
-      for (int64_t i = 0; i < kv_dim; ++i) {
-        k_row[i] = Fp32ToFp16(k[t * kv_dim + i]);
-        v_row[i] = Fp32ToFp16(v[t * kv_dim + i]);
-      }
+      for (int64_t i = 0; i < kv_dim; ++i) k_row[i] = Fp32ToFp16(k[t * kv_dim + i]);
+      for (int64_t i = 0; i < v_dim; ++i) v_row[i] = Fp32ToFp16(v[t * v_dim + i]);
     }
     // Causal attention over each session's cache, output projection, residual.
     Attention(layout, cache_layer, q.data(), attn.data());
@@ -270,7 +282,7 @@ absl::Status StageEngine::ForwardBatch(std::span<const StageBatchItem> items,
     for (int64_t t = 0; t < n; ++t) {
       RmsNorm(&x[t * n_embd], w.ffn_norm, &cur[t * n_embd], n_embd, c.rms_eps);
     }
-    if (c.is_moe()) {
+    if (c.IsMoeLayer(il)) {
       MoeFeedForward(c, w.moe, cur.data(), n, proj.data(), pool_);
     } else {
       Project(w.gate, cur.data(), n, gate.data(), pool_);

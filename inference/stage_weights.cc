@@ -48,6 +48,8 @@ class Viewer {
                           static_cast<int64_t>(cols), t->data};
   }
 
+  bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+
   absl::StatusOr<const float*> Vector(const std::string& name, uint64_t n) {
     RINGLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, RequireShape(file_, name, {n}));
     if (t->type != TensorType::kF32) {
@@ -89,11 +91,35 @@ std::string BiasName(uint32_t layer, const char* tensor) {
   return absl::StrCat("blk.", layer, ".", tensor, ".bias");
 }
 
+// DeepSeek's MLA projections of block i: Q (plain, or through the q LoRA
+// bottleneck when q_lora_rank > 0), the latent-and-RoPE-key projection, its
+// norm, and the latent's expansion into every head's unrotated key and value.
+// A tensor whose shape disagrees with the ranks and head sizes of the
+// metadata is an InvalidArgument naming it.
+absl::Status LoadMla(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
+  const uint64_t q_dim = uint64_t{c.n_head} * c.head_dim;
+  if (c.q_lora_rank > 0) {
+    RINGLM_ASSIGN_OR_RETURN(l.wq_a, view.Matrix(BlockName(i, "attn_q_a"), c.n_embd, c.q_lora_rank));
+    RINGLM_ASSIGN_OR_RETURN(l.q_a_norm, view.Vector(BlockName(i, "attn_q_a_norm"), c.q_lora_rank));
+    RINGLM_ASSIGN_OR_RETURN(l.wq_b, view.Matrix(BlockName(i, "attn_q_b"), c.q_lora_rank, q_dim));
+  } else {
+    RINGLM_ASSIGN_OR_RETURN(l.wq, view.Matrix(BlockName(i, "attn_q"), c.n_embd, q_dim));
+  }
+  RINGLM_ASSIGN_OR_RETURN(l.wkv_a, view.Matrix(BlockName(i, "attn_kv_a_mqa"), c.n_embd,
+                                               uint64_t{c.kv_lora_rank} + c.n_rot));
+  RINGLM_ASSIGN_OR_RETURN(l.kv_a_norm, view.Vector(BlockName(i, "attn_kv_a_norm"), c.kv_lora_rank));
+  const uint64_t kv_b_rows = uint64_t{c.n_head} * (c.head_dim - c.n_rot + c.head_dim_v);
+  RINGLM_ASSIGN_OR_RETURN(l.wkv_b,
+                          view.Matrix(BlockName(i, "attn_kv_b"), c.kv_lora_rank, kv_b_rows));
+  return absl::OkStatus();
+}
+
 // The attention projections of block i: Q, K and V, separate or (Phi-3)
 // rows of one attn_qkv, whose shape must be [n_embd, q_dim + 2 kv_dim].
 absl::Status LoadQkv(Viewer& view, const ModelConfig& c, uint32_t i, LayerWeights& l) {
   const uint64_t q_dim = uint64_t{c.n_head} * c.head_dim;
   const uint64_t kv_dim = c.n_embd_kv();
+  if (c.is_mla()) return LoadMla(view, c, i, l);
   if (c.fused_qkv) {
     RINGLM_ASSIGN_OR_RETURN(const WeightMatrix qkv,
                             view.Matrix(BlockName(i, "attn_qkv"), c.n_embd, q_dim + 2 * kv_dim));
@@ -120,7 +146,7 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
     RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
     return absl::OkStatus();
   }
-  if (!c.is_moe()) {
+  if (!c.IsMoeLayer(i)) {
     RINGLM_ASSIGN_OR_RETURN(l.gate, view.Matrix(BlockName(i, "ffn_gate"), c.n_embd, c.n_ff));
     RINGLM_ASSIGN_OR_RETURN(l.up, view.Matrix(BlockName(i, "ffn_up"), c.n_embd, c.n_ff));
     RINGLM_ASSIGN_OR_RETURN(l.down, view.Matrix(BlockName(i, "ffn_down"), c.n_ff, c.n_embd));
@@ -129,6 +155,12 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
   MoeWeights& m = l.moe;
   RINGLM_ASSIGN_OR_RETURN(m.router,
                           view.Matrix(BlockName(i, "ffn_gate_inp"), c.n_embd, c.n_expert));
+  if (c.architecture == "deepseek2") {  // optional, as llama.cpp has it (V3's)
+    const std::string bias = BiasName(i, "exp_probs_b");
+    if (view.Has(bias)) {
+      RINGLM_ASSIGN_OR_RETURN(m.probs_bias, view.Vector(bias, c.n_expert));
+    }
+  }
   RINGLM_ASSIGN_OR_RETURN(
       m.gate, view.Experts(BlockName(i, "ffn_gate_exps"), c.n_embd, c.n_ff_exp, c.n_expert));
   RINGLM_ASSIGN_OR_RETURN(
@@ -136,8 +168,10 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
   RINGLM_ASSIGN_OR_RETURN(
       m.down, view.Experts(BlockName(i, "ffn_down_exps"), c.n_ff_exp, c.n_embd, c.n_expert));
   if (c.n_ff_shexp == 0) return absl::OkStatus();
-  RINGLM_ASSIGN_OR_RETURN(m.shared_gate_inp,
-                          view.Vector(BlockName(i, "ffn_gate_inp_shexp"), c.n_embd));
+  if (c.shared_expert_gated) {
+    RINGLM_ASSIGN_OR_RETURN(m.shared_gate_inp,
+                            view.Vector(BlockName(i, "ffn_gate_inp_shexp"), c.n_embd));
+  }
   RINGLM_ASSIGN_OR_RETURN(m.shared_gate,
                           view.Matrix(BlockName(i, "ffn_gate_shexp"), c.n_embd, c.n_ff_shexp));
   RINGLM_ASSIGN_OR_RETURN(m.shared_up,
@@ -198,7 +232,8 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
       RINGLM_ASSIGN_OR_RETURN(l.q_norm, view.Vector(BlockName(i, "attn_q_norm"), c.head_dim));
       RINGLM_ASSIGN_OR_RETURN(l.k_norm, view.Vector(BlockName(i, "attn_k_norm"), c.head_dim));
     }
-    RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"), q_dim, c.n_embd));
+    RINGLM_ASSIGN_OR_RETURN(l.wo, view.Matrix(BlockName(i, "attn_output"),
+                                              uint64_t{c.n_head} * c.head_dim_v, c.n_embd));
     RINGLM_ASSIGN_OR_RETURN(l.ffn_norm, view.Vector(BlockName(i, "ffn_norm"), c.n_embd));
     RINGLM_RETURN_IF_ERROR(LoadFeedForward(view, c, i, l));
     if (c.has_post_norms) {

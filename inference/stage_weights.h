@@ -42,10 +42,12 @@ struct ExpertMatrices {
   WeightMatrix Expert(int64_t e) const;
 };
 
-// The mixture-of-experts feed-forward of a block (ModelConfig::is_moe()).
-// The shared expert is there when ModelConfig::n_ff_shexp > 0 (qwen2moe).
+// The mixture-of-experts feed-forward of a block (ModelConfig::IsMoeLayer).
+// The shared expert is there when ModelConfig::n_ff_shexp > 0 (qwen2moe,
+// deepseek2), its gate vector when shared_expert_gated (qwen2moe).
 struct MoeWeights {
   WeightMatrix router;                     // ffn_gate_inp: [n_embd -> n_expert]
+  const float* probs_bias = nullptr;       // exp_probs_b: f32 [n_expert]; DeepSeek V3 only
   ExpertMatrices gate;                     // ffn_gate_exps: n_expert x [n_embd -> n_ff_exp]
   ExpertMatrices up;                       // ffn_up_exps: n_expert x [n_embd -> n_ff_exp]
   ExpertMatrices down;                     // ffn_down_exps: n_expert x [n_ff_exp -> n_embd]
@@ -66,12 +68,20 @@ struct LayerWeights {
   const float* bv = nullptr;         // qwen2 only, [n_head_kv * head_dim]
   const float* q_norm = nullptr;     // qwen3 only, [head_dim]: per-head RMSNorm of Q
   const float* k_norm = nullptr;     // qwen3 only, [head_dim]: per-head RMSNorm of K
-  WeightMatrix wo;                   // [n_head * head_dim -> n_embd]
-  const float* ffn_norm = nullptr;   // [n_embd]
-  WeightMatrix gate;                 // [n_embd -> n_ff]; dense only; Phi-3: ffn_up's first half
-  WeightMatrix up;                   // [n_embd -> n_ff]; dense only; Phi-3: ffn_up's second half
-  WeightMatrix down;                 // [n_ff -> n_embd]; dense models only
-  MoeWeights moe;                    // MoE models only
+  // DeepSeek's MLA (ModelConfig::is_mla()) instead of wk and wv, and wq
+  // only without q LoRA:
+  WeightMatrix wq_a;                 // attn_q_a: [n_embd -> q_lora_rank]
+  const float* q_a_norm = nullptr;   // attn_q_a_norm: [q_lora_rank]
+  WeightMatrix wq_b;                 // attn_q_b: [q_lora_rank -> n_head * head_dim]
+  WeightMatrix wkv_a;                // attn_kv_a_mqa: [n_embd -> kv_lora_rank + n_rot]
+  const float* kv_a_norm = nullptr;  // attn_kv_a_norm: [kv_lora_rank]
+  WeightMatrix wkv_b;  // attn_kv_b: [kv_lora_rank -> n_head * (head_dim - n_rot + head_dim_v)]
+  WeightMatrix wo;     // [n_head * head_dim_v -> n_embd]
+  const float* ffn_norm = nullptr;  // [n_embd]
+  WeightMatrix gate;  // [n_embd -> n_ff]; dense layers only; Phi-3: ffn_up's first half
+  WeightMatrix up;    // [n_embd -> n_ff]; dense layers only; Phi-3: ffn_up's second half
+  WeightMatrix down;  // [n_ff -> n_embd]; dense layers only
+  MoeWeights moe;     // MoE layers only
   // Gemma 2 only, [n_embd]: the norms of the attention and feed-forward
   // outputs, before each joins the residual.
   const float* attn_post_norm = nullptr;  // post_attention_norm
