@@ -1,7 +1,7 @@
-// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3) GGUF models:
-// real shapes, real metadata and a SentencePiece-style vocabulary (or a real one, converted from a
-// Hugging Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks and tests when the
-// real weights are not at hand (or too large to ship).
+// Synthetic llama-architecture (and qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3, deepseek2)
+// GGUF models: real shapes, real metadata and a SentencePiece-style vocabulary (or a real one,
+// converted from a Hugging Face tokenizer by hf_tokenizer.h), with random weights. For benchmarks
+// and tests when the real weights are not at hand (or too large to ship).
 //
 // A synthetic file is a well-formed GGUF v3 that other readers (llama.cpp)
 // accept: standard general.* / llama.* / tokenizer.ggml.* keys, alignment 32,
@@ -73,13 +73,46 @@ struct SynthPreset {
   // rope.scaling.{original_context_length, attn_factor}.
   uint32_t n_ctx_orig = 0;
   float rope_attn_factor = 1.0f;
+  // "deepseek2" (DeepSeek V2/V3): MLA attention and a mixture of experts.
+  //   - Attention: Q from attn_q, or through a rank-q_lora_rank bottleneck
+  //     (attn_q_a, attn_q_a_norm, attn_q_b) when q_lora_rank > 0; K and V
+  //     from a latent of kv_lora_rank values plus one shared RoPE key
+  //     (attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b). A head's key is head_dim
+  //     wide (attention.key_length), its last rope_dim values rotated
+  //     (rope.dimension_count); its value is value_dim wide.
+  //   - YaRN when yarn_factor > 0: rope.scaling.{type yarn, factor,
+  //     original_context_length n_ctx_orig, yarn_log_multiplier}.
+  //   - Feed-forward: the first n_dense_lead layers dense (width n_ff);
+  //     the rest n_expert experts of width n_ff_exp, n_expert_used per
+  //     token, plus n_expert_shared always-on experts (one matrix set of
+  //     width n_ff_exp * n_expert_shared). The router's softmax (V2) or
+  //     sigmoid (V3, sigmoid_gating), a selection bias exp_probs_b when
+  //     probs_bias, renormalised weights when expert_weights_norm, then
+  //     scaled by expert_weights_scale.
+  //   llama.cpp c392e50 takes a 27-layer model for V2-Lite (plain attn_q)
+  //   and any other for one with q_lora_rank.
+  uint32_t q_lora_rank = 0;
+  uint32_t kv_lora_rank = 0;
+  uint32_t rope_dim = 0;
+  uint32_t value_dim = 0;
+  float yarn_factor = 0.0f;
+  float yarn_log_mul = 0.0f;
+  uint32_t n_dense_lead = 0;
+  uint32_t n_ff_exp = 0;
+  uint32_t n_expert_shared = 0;
+  bool sigmoid_gating = false;
+  bool probs_bias = false;
+  bool expert_weights_norm = false;
+  float expert_weights_scale = 1.0f;
   uint32_t HeadDim() const { return head_dim != 0 ? head_dim : n_embd / n_head; }
 };
 
 // The built-in presets: tiny, tinyllama-1.1b, llama-3.2-1b, llama-3-8b,
 // moe-tiny (tiny's attention, 8 experts, 2 used), qwen2moe-tiny (12
 // experts, 4 used, a shared expert), qwen3-tiny, qwen3moe-tiny (16 experts,
-// 4 used), gemma2-tiny, gemma3-tiny, phi3-tiny, mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used),
+// 4 used), gemma2-tiny, gemma3-tiny, phi3-tiny, deepseek2-lite-tiny (V2-Lite: 27 layers, plain Q,
+// softmax router), deepseek3-tiny (V3: Q LoRA, sigmoid router with a selection bias),
+// mixtral-bench (2.3 GB of q8_0, 8 experts, 2 used),
 // and micro (64 dims, 1 layer, tied head: a real vocabulary's random model that stays small, e.g.
 // 17 MiB of q8_0 weights for Gemma 3's 262,145 pieces).
 const std::vector<SynthPreset>& SynthPresets();

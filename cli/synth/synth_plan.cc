@@ -118,7 +118,52 @@ bool ArchitectureFits(const SynthPreset& p) {
       p.architecture == "phi3") {
     return p.n_expert == 0;
   }
+  if (p.architecture == "deepseek2") {
+    // MLA: a latent, rotated dims that leave some unrotated, a value width,
+    // one KV head per query head; experts after the dense layers, and at
+    // least one shared expert (llama.cpp requires the shared tensors).
+    return p.n_expert > 0 && p.kv_lora_rank > 0 && p.rope_dim > 0 && p.rope_dim % 2 == 0 &&
+           p.rope_dim < p.HeadDim() && p.value_dim > 0 && p.n_head_kv == p.n_head &&
+           p.n_dense_lead < p.n_layer && p.n_ff_exp > 0 && p.n_expert_shared > 0;
+  }
   return (p.architecture == "qwen2moe" || p.architecture == "qwen3moe") && p.n_expert > 0;
+}
+
+// DeepSeek's layout scaled down (see SynthPreset): n_embd 256, 4 heads of
+// 64 key values (32 rotated) and 32 value values, a latent of 128, YaRN
+// stretching an original context of 128 four times, one dense layer of
+// width 512, then experts of width 64 and 2 (V2) or 1 (V3) shared ones.
+SynthPreset DeepSeekPreset(std::string name, uint32_t n_layer, bool v3) {
+  SynthPreset p;
+  p.name = std::move(name);
+  p.architecture = "deepseek2";
+  p.n_embd = 256;
+  p.n_layer = n_layer;
+  p.n_head = 4;
+  p.n_head_kv = 4;
+  p.n_ff = 512;
+  p.n_vocab = 2048;
+  p.n_ctx = 512;
+  p.rms_eps = 1e-6f;
+  p.head_dim = 64;
+  p.rope_dim = 32;
+  p.value_dim = 32;
+  p.kv_lora_rank = 128;
+  p.q_lora_rank = v3 ? 128 : 0;
+  p.yarn_factor = 4.0f;
+  p.n_ctx_orig = 128;
+  p.yarn_log_mul = v3 ? 0.1f : 0.0707f;
+  p.n_dense_lead = 1;
+  p.n_expert = v3 ? 32 : 16;
+  p.n_expert_used = 4;
+  p.n_ff_exp = 64;
+  p.n_expert_shared = v3 ? 1 : 2;
+  p.sigmoid_gating = v3;
+  p.probs_bias = v3;
+  p.expert_weights_norm = v3;
+  p.expert_weights_scale = v3 ? 2.5f : 1.0f;
+  p.weight_stddev = 0.05f;
+  return p;
 }
 
 }  // namespace
@@ -181,6 +226,14 @@ const std::vector<SynthPreset>& SynthPresets() {
       // its 32 generated tokens.
       {"phi3-tiny", 256, 4,     8,      8, 768, 2048, 1024, 10000.0f, 1e-5f, false,
        0,           0,   0.05f, "phi3", 0, 0,   0.0f, 0.0f, 24,       128,   1.1952286f},
+      // DeepSeek-V2-Lite's layout scaled down: 27 layers (llama.cpp c392e50
+      // takes 27 for V2-Lite: plain attn_q), 16 experts, 4 used, 2 shared,
+      // a softmax router with raw weights.
+      DeepSeekPreset("deepseek2-lite-tiny", 27, /*v3=*/false),
+      // DeepSeek-V3's layout scaled down: Q through a rank-128 bottleneck,
+      // 32 experts, 4 used, 1 shared, a sigmoid router whose bias steers the
+      // choice only, renormalised weights scaled by 2.5.
+      DeepSeekPreset("deepseek3-tiny", 4, /*v3=*/true),
   };
   return *presets;
 }
@@ -292,8 +345,9 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
     return absl::InvalidArgumentError(absl::StrCat(
         "preset '", p.name, "' is inconsistent: need n_head | n_embd, n_head_kv | n_head, ",
         "an even head size, non-zero sizes, 1 <= n_expert_used <= n_expert with experts ",
-        "(which qwen2moe and qwen3moe need, and qwen3 and gemma refuse), architecture llama, ",
-        "qwen2moe, qwen3, qwen3moe, gemma2, gemma3 or phi3 ", "and n_vocab >= ", min_vocab));
+        "(which qwen2moe, qwen3moe and deepseek2 need, and qwen3 and gemma refuse), ",
+        "architecture llama, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, phi3 or deepseek2 (its ",
+        "MLA and expert sizes consistent) and n_vocab >= ", min_vocab));
   }
   SynthPlan plan;
   plan.preset = p;
@@ -325,12 +379,13 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
   const bool qwen = p.architecture == "qwen2moe";
   const bool gemma = p.architecture == "gemma2" || p.architecture == "gemma3";
   const bool phi3 = p.architecture == "phi3";
+  const bool deepseek = p.architecture == "deepseek2";
   const bool qk_norm =
       p.architecture == "qwen3" || p.architecture == "qwen3moe" || p.architecture == "gemma3";
   // A tied head: llama-quantize types token_embd by the output rule.
   matrix("token_embd.weight", p.n_embd, p.n_vocab, p.tied_output ? Role::kOutput : Role::kTokenEmbd,
          0);
-  if (p.n_ctx_orig != 0) {  // LongRoPE factors: long ones in [1, 15], short in [0.5, 2.5]
+  if (phi3 && p.n_ctx_orig != 0) {  // LongRoPE factors: long ones in [1, 15], short in [0.5, 2.5]
     plan.tensors.push_back(
         SynthTensor{"rope_factors_long.weight", {p.HeadDim() / 2}, TensorType::kF32, 2.0f, 8.0f});
     plan.tensors.push_back(
@@ -345,6 +400,44 @@ absl::StatusOr<SynthPlan> PlanChecked(const SynthPreset& p, TensorType base, uin
       norm(b + "ffn_norm.weight");
       matrix(b + "ffn_up.weight", p.n_embd, 2 * uint64_t{p.n_ff}, Role::kOtherMatrix, i);
       matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+      continue;
+    }
+    if (deepseek) {  // MLA, then a dense or a mixture-of-experts feed-forward
+      const uint64_t nope = p.HeadDim() - p.rope_dim;
+      auto ones = [&](std::string name, uint64_t n) {
+        plan.tensors.push_back(SynthTensor{std::move(name), {n}, TensorType::kF32, 0.0f});
+      };
+      if (p.q_lora_rank > 0) {
+        matrix(b + "attn_q_a.weight", p.n_embd, p.q_lora_rank, Role::kOtherMatrix, i);
+        ones(b + "attn_q_a_norm.weight", p.q_lora_rank);
+        matrix(b + "attn_q_b.weight", p.q_lora_rank, q_dim, Role::kOtherMatrix, i);
+      } else {
+        matrix(b + "attn_q.weight", p.n_embd, q_dim, Role::kOtherMatrix, i);
+      }
+      matrix(b + "attn_kv_a_mqa.weight", p.n_embd, p.kv_lora_rank + p.rope_dim, Role::kOtherMatrix,
+             i);
+      ones(b + "attn_kv_a_norm.weight", p.kv_lora_rank);
+      matrix(b + "attn_kv_b.weight", p.kv_lora_rank, p.n_head * (nope + p.value_dim),
+             Role::kOtherMatrix, i);
+      matrix(b + "attn_output.weight", uint64_t{p.n_head} * p.value_dim, p.n_embd,
+             Role::kAttnOutput, i);
+      norm(b + "ffn_norm.weight");
+      if (static_cast<uint32_t>(i) < p.n_dense_lead) {
+        matrix(b + "ffn_gate.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+        matrix(b + "ffn_up.weight", p.n_embd, p.n_ff, Role::kOtherMatrix, i);
+        matrix(b + "ffn_down.weight", p.n_ff, p.n_embd, Role::kFfnDown, i);
+        continue;
+      }
+      const uint64_t n_ff_shexp = uint64_t{p.n_ff_exp} * p.n_expert_shared;
+      plan.tensors.push_back(SynthTensor{
+          b + "ffn_gate_inp.weight", {p.n_embd, p.n_expert}, TensorType::kF32, p.weight_stddev});
+      if (p.probs_bias) vector(b + "exp_probs_b.bias", p.n_expert);
+      experts(b + "ffn_gate_exps.weight", p.n_embd, p.n_ff_exp, Role::kOtherMatrix, i);
+      experts(b + "ffn_up_exps.weight", p.n_embd, p.n_ff_exp, Role::kOtherMatrix, i);
+      experts(b + "ffn_down_exps.weight", p.n_ff_exp, p.n_embd, Role::kFfnDown, i);
+      matrix(b + "ffn_gate_shexp.weight", p.n_embd, n_ff_shexp, Role::kOtherMatrix, i);
+      matrix(b + "ffn_up_shexp.weight", p.n_embd, n_ff_shexp, Role::kOtherMatrix, i);
+      matrix(b + "ffn_down_shexp.weight", n_ff_shexp, p.n_embd, Role::kFfnDown, i);
       continue;
     }
     matrix(b + "attn_q.weight", p.n_embd, q_dim, Role::kOtherMatrix, i);

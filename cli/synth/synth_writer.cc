@@ -117,6 +117,28 @@ void SetSynthVocabulary(uint32_t n_vocab, const std::string& architecture, GgufW
   w.SetBool("tokenizer.ggml.add_eos_token", false);
 }
 
+// DeepSeek's keys (convert_hf_to_gguf's DeepseekV2Model): the MLA ranks,
+// the dense lead, the shared experts, the router's gating and weights
+// (gating 1 softmax, 2 sigmoid: llama.cpp's llama_expert_gating_func_type),
+// and YaRN.
+void SetDeepSeekMetadata(const SynthPreset& p, GgufWriter& w) {
+  const std::string a = p.architecture + ".";
+  w.SetUint32(a + "leading_dense_block_count", p.n_dense_lead);
+  if (p.q_lora_rank > 0) w.SetUint32(a + "attention.q_lora_rank", p.q_lora_rank);
+  w.SetUint32(a + "attention.kv_lora_rank", p.kv_lora_rank);
+  w.SetUint32(a + "expert_feed_forward_length", p.n_ff_exp);
+  w.SetUint32(a + "expert_shared_count", p.n_expert_shared);
+  w.SetFloat32(a + "expert_weights_scale", p.expert_weights_scale);
+  w.SetBool(a + "expert_weights_norm", p.expert_weights_norm);
+  w.SetUint32(a + "expert_gating_func", p.sigmoid_gating ? 2 : 1);
+  if (p.yarn_factor > 0) {
+    w.SetString(a + "rope.scaling.type", "yarn");
+    w.SetFloat32(a + "rope.scaling.factor", p.yarn_factor);
+    w.SetUint32(a + "rope.scaling.original_context_length", p.n_ctx_orig);
+  }
+  w.SetFloat32(a + "rope.scaling.yarn_log_multiplier", p.yarn_log_mul);
+}
+
 // The metadata of the model, in the order llama.cpp's converter writes it.
 void SetMetadata(const SynthPlan& plan, uint64_t seed, const SynthTokenizer* tokenizer,
                  GgufWriter& w) {
@@ -148,11 +170,13 @@ void SetMetadata(const SynthPlan& plan, uint64_t seed, const SynthTokenizer* tok
   w.SetFloat32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
   w.SetUint32("general.file_type", LlamaFileType(plan.base_type));
   w.SetUint32(a + "vocab_size", p.n_vocab);
-  w.SetUint32(a + "rope.dimension_count", p.HeadDim());
+  const bool deepseek = p.architecture == "deepseek2";
+  w.SetUint32(a + "rope.dimension_count", deepseek ? p.rope_dim : p.HeadDim());
   if (p.head_dim != 0) {
     w.SetUint32(a + "attention.key_length", p.head_dim);
-    w.SetUint32(a + "attention.value_length", p.head_dim);
+    w.SetUint32(a + "attention.value_length", deepseek ? p.value_dim : p.head_dim);
   }
+  if (deepseek) SetDeepSeekMetadata(p, w);
   if (p.architecture == "gemma2") {
     w.SetFloat32(a + "attn_logit_softcapping", p.attn_softcap);
     w.SetFloat32(a + "final_logit_softcapping", p.final_softcap);
@@ -160,7 +184,7 @@ void SetMetadata(const SynthPlan& plan, uint64_t seed, const SynthTokenizer* tok
   if (p.architecture == "gemma2" || p.architecture == "gemma3" || p.architecture == "phi3") {
     w.SetUint32(a + "attention.sliding_window", p.n_swa);
   }
-  if (p.n_ctx_orig != 0) {  // LongRoPE (phi3), as convert_hf_to_gguf writes it
+  if (p.architecture == "phi3" && p.n_ctx_orig != 0) {  // LongRoPE, as convert_hf_to_gguf writes it
     w.SetFloat32(a + "rope.scaling.attn_factor", p.rope_attn_factor);
     w.SetUint32(a + "rope.scaling.original_context_length", p.n_ctx_orig);
   }
@@ -242,7 +266,8 @@ absl::Status WriteSynthModel(const SynthOptions& options, const std::string& pat
                        ") has no quantizer and kernels yet; available: f32, f16, q8_0, q4_0"));
     }
   }
-  RINGLM_ASSIGN_OR_RETURN(const std::string header, HeaderBytes(plan, options.seed, options.tokenizer.get()));
+  RINGLM_ASSIGN_OR_RETURN(const std::string header,
+                          HeaderBytes(plan, options.seed, options.tokenizer.get()));
   ThreadPool pool(options.threads > 0 ? options.threads : DefaultThreadCount());
 
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
