@@ -1,6 +1,7 @@
 // The engine on synthetic mixture-of-experts models (moe-tiny, Mixtral's
 // layout; qwen2moe-tiny, with a shared expert; qwen3moe-tiny, with QK-norm
-// and heads wider than n_embd / n_head) and on gemma2-tiny, gemma3-tiny and phi3-tiny
+// and heads wider than n_embd / n_head; deepseek3-tiny, MLA and a dense first
+// layer) and on gemma2-tiny, gemma3-tiny and phi3-tiny
 // (sliding-window layers, whose window of 16 (phi3: 24) the 24-position prompt overruns at
 // its last position; phi3's fused tensors and LongRoPE factors): a split over
 // stages, a batch of sessions, a chunked prefill and another thread count
@@ -134,6 +135,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                                          MoeCase{"moe-tiny", TensorType::kF16},
                                          MoeCase{"qwen2moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"qwen3moe-tiny", TensorType::kQ8_0},
+                                         MoeCase{"deepseek2-lite-tiny", TensorType::kQ8_0},
+                                         MoeCase{"deepseek3-tiny", TensorType::kQ8_0},
                                          MoeCase{"gemma2-tiny", TensorType::kQ8_0, false},
                                          MoeCase{"gemma3-tiny", TensorType::kQ8_0, false},
                                          MoeCase{"phi3-tiny", TensorType::kQ8_0, false}),
