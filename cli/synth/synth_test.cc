@@ -285,6 +285,73 @@ TEST(SynthPlanTest, Qwen2MoeTinyHasBiasesAndASharedExpert) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// DeepSeek: MLA tensors (q LoRA on V3's layout, plain attn_q on V2-Lite's
+// 27 layers), a dense first layer, then experts, shared ones and (V3) the
+// selection bias; the file's keys read back as the engine's config.
+TEST(SynthPlanTest, DeepSeekTinyPresetsHaveMlaAndDeepSeeksExperts) {
+  absl::StatusOr<SynthPreset> v3 = FindSynthPreset("deepseek3-tiny");
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  absl::StatusOr<SynthPlan> plan = PlanSynthModel(*v3, TensorType::kQ4_K);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q_a.weight")->dims, (std::vector<uint64_t>{256, 128}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q_b.weight")->dims, (std::vector<uint64_t>{128, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_kv_a_mqa.weight")->dims, (std::vector<uint64_t>{256, 160}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_kv_b.weight")->dims, (std::vector<uint64_t>{128, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_output.weight")->dims, (std::vector<uint64_t>{128, 256}));
+  EXPECT_NE(FindIn(*plan, "blk.0.ffn_down.weight"), nullptr);  // the dense lead
+  EXPECT_EQ(FindIn(*plan, "blk.0.ffn_gate_inp.weight"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "blk.1.exp_probs_b.bias")->dims, (std::vector<uint64_t>{32}));
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_up_exps.weight")->dims, (std::vector<uint64_t>{256, 64, 32}));
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_down_shexp.weight")->dims, (std::vector<uint64_t>{64, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.1.attn_q_a.weight")->type, TensorType::kQ4_K);
+  EXPECT_EQ(FindIn(*plan, "blk.1.attn_kv_b.weight")->type, TensorType::kQ8_0);  // 128 wide rows
+
+  absl::StatusOr<SynthPreset> lite = FindSynthPreset("deepseek2-lite-tiny");
+  ASSERT_TRUE(lite.ok()) << lite.status();
+  EXPECT_EQ(lite->n_layer, 27u);  // llama.cpp c392e50 takes 27 layers for V2-Lite
+  plan = PlanSynthModel(*lite, TensorType::kF16);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q.weight")->dims, (std::vector<uint64_t>{256, 256}));
+  EXPECT_EQ(FindIn(*plan, "blk.0.attn_q_a.weight"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "blk.1.exp_probs_b.bias"), nullptr);
+  EXPECT_EQ(FindIn(*plan, "blk.1.ffn_up_shexp.weight")->dims, (std::vector<uint64_t>{256, 128}));
+
+  SynthPreset bad = *v3;
+  bad.rope_dim = bad.head_dim;  // nothing left unrotated
+  EXPECT_EQ(PlanSynthModel(bad, TensorType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = *v3;
+  bad.n_head_kv = 2;  // MLA has a KV head per query head
+  EXPECT_EQ(PlanSynthModel(bad, TensorType::kF32).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  const std::string path = TempPath("deepseek3.gguf");
+  SynthOptions options;
+  options.preset = "deepseek3-tiny";
+  options.type = TensorType::kQ8_0;
+  options.threads = 2;
+  ASSERT_TRUE(WriteSynthModel(options, path).ok());
+  absl::StatusOr<std::unique_ptr<Model>> m = Model::Load(path, ModelOptions{});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const ModelConfig& c = (*m)->config();
+  EXPECT_EQ(c.architecture, "deepseek2");
+  EXPECT_EQ(c.q_lora_rank, 128u);
+  EXPECT_EQ(c.kv_lora_rank, 128u);
+  EXPECT_EQ(c.head_dim, 64u);
+  EXPECT_EQ(c.head_dim_v, 32u);
+  EXPECT_EQ(c.n_rot, 32u);
+  EXPECT_EQ(c.n_layer_dense_lead, 1u);
+  EXPECT_EQ(c.n_ff_shexp, 64u);
+  EXPECT_TRUE(c.sigmoid_gating);
+  EXPECT_TRUE(c.expert_weights_norm);
+  EXPECT_EQ(c.expert_weights_scale, 2.5f);
+  EXPECT_EQ(c.rope_yarn.freq_scale, 0.25f);
+  EXPECT_EQ(c.n_ctx_orig, 128u);
+  m->reset();
+  std::remove(path.c_str());
+}
+
 TEST(SynthPlanTest, Gemma2TinyHasPostNormsAndBothLayerKinds) {
   absl::StatusOr<SynthPreset> p = FindSynthPreset("gemma2-tiny");
   ASSERT_TRUE(p.ok()) << p.status();
