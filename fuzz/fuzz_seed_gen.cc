@@ -586,6 +586,60 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
     w.Remove("phi3.attention.sliding_window");
     EmitGguf(dir, "phi3_no_window.gguf", w.ToBytes(), Reaches::kTokenizer);
   }
+  // DeepSeek (deepseek2): MLA with q LoRA and YaRN, a dense first layer,
+  // experts with a shared one (a valid header and the first layer's
+  // attention tensors); then a latent rank that disagrees with
+  // attn_kv_a_mqa's rows, which the weights' load names; and a header with
+  // fewer KV heads than heads, which MLA cannot have.
+  {
+    GgufWriter w = TinyLlama();
+    for (const char* key :
+         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+          "attention.head_count_kv", "context_length", "rope.dimension_count",
+          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
+      w.Remove(std::string("llama.") + key);
+    }
+    const std::string a = "deepseek2.";
+    w.SetString("general.architecture", "deepseek2");
+    w.SetUint32(a + "block_count", 2);
+    w.SetUint32(a + "embedding_length", 8);
+    w.SetUint32(a + "feed_forward_length", 16);
+    w.SetUint32(a + "attention.head_count", 2);
+    w.SetUint32(a + "attention.head_count_kv", 2);
+    w.SetUint32(a + "attention.key_length", 6);
+    w.SetUint32(a + "attention.value_length", 4);
+    w.SetUint32(a + "rope.dimension_count", 2);
+    w.SetUint32(a + "context_length", 64);
+    w.SetUint32(a + "leading_dense_block_count", 1);
+    w.SetUint32(a + "attention.q_lora_rank", 4);
+    w.SetUint32(a + "attention.kv_lora_rank", 4);
+    w.SetUint32(a + "expert_count", 4);
+    w.SetUint32(a + "expert_used_count", 2);
+    w.SetUint32(a + "expert_feed_forward_length", 8);
+    w.SetUint32(a + "expert_shared_count", 1);
+    w.SetFloat32(a + "expert_weights_scale", 2.5f);
+    w.SetBool(a + "expert_weights_norm", true);
+    w.SetUint32(a + "expert_gating_func", 2);
+    w.SetString(a + "rope.scaling.type", "yarn");
+    w.SetFloat32(a + "rope.scaling.factor", 4.0f);
+    w.SetUint32(a + "rope.scaling.original_context_length", 16);
+    w.SetFloat32(a + "rope.scaling.yarn_log_multiplier", 0.1f);
+    Check(w.AddTensor("blk.0.attn_norm.weight", {8}, TensorType::kF32, Floats(8)), "attn_norm");
+    Check(w.AddTensor("blk.0.attn_q_a.weight", {8, 4}, TensorType::kF32, Floats(32)), "q_a");
+    Check(w.AddTensor("blk.0.attn_q_a_norm.weight", {4}, TensorType::kF32, Floats(4)), "q_a_n");
+    Check(w.AddTensor("blk.0.attn_q_b.weight", {4, 12}, TensorType::kF32, Floats(48)), "q_b");
+    Check(w.AddTensor("blk.0.attn_kv_a_norm.weight", {4}, TensorType::kF32, Floats(4)), "kv_a_n");
+    Check(w.AddTensor("blk.0.attn_kv_b.weight", {4, 16}, TensorType::kF32, Floats(64)), "kv_b");
+    Check(w.AddTensor("blk.0.attn_output.weight", {8, 8}, TensorType::kF32, Floats(64)), "wo");
+    GgufWriter bad = w;
+    Check(w.AddTensor("blk.0.attn_kv_a_mqa.weight", {8, 6}, TensorType::kF32, Floats(48)), "kv_a");
+    EmitGguf(dir, "tiny_deepseek2.gguf", w.ToBytes(), Reaches::kModel);
+    Check(bad.AddTensor("blk.0.attn_kv_a_mqa.weight", {8, 5}, TensorType::kF32, Floats(40)),
+          "kv_a");
+    EmitGguf(dir, "deepseek2_kv_rank_mismatch.gguf", bad.ToBytes(), Reaches::kModel);
+    w.SetUint32(a + "attention.head_count_kv", 1);
+    EmitGguf(dir, "deepseek2_kv_heads_differ.gguf", w.ToBytes(), Reaches::kTokenizer);
+  }
   GgufWriter stories;
   if (StoriesMeta(model_path, &stories)) {
     const std::string bytes = stories.ToBytes();

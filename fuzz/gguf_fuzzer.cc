@@ -15,7 +15,8 @@
 //    typed getters agree with the value types.
 //  - An accepted ModelConfig is self-consistent (heads divide the width
 //    unless key_length sets the head size, n_rot even and <= head_dim,
-//    1 <= experts used <= experts, n_vocab from token_embd.weight).
+//    1 <= experts used <= experts, n_vocab from token_embd.weight; on
+//    deepseek2 a latent, n_rot < head_dim and a KV head per head).
 //  - A vocabulary the loader and Tokenizer::Create accept tokenizes arbitrary
 //    bytes (a slice of the input) to valid ids, and streams them back as
 //    valid UTF-8.
@@ -137,10 +138,19 @@ void CheckTensors(const GgufFile& f) {
 void CheckModelConfig(const GgufFile& f) {
   absl::StatusOr<ModelConfig> c = ModelConfig::FromGguf(f);
   if (!c.ok()) return;
-  FUZZ_CHECK(c->architecture == "llama" || c->architecture == "qwen2" ||
-             c->architecture == "qwen2moe" || c->architecture == "qwen3" ||
-             c->architecture == "qwen3moe" || c->architecture == "gemma2" ||
-             c->architecture == "gemma3" || c->architecture == "phi3");
+  FUZZ_CHECK(
+      c->architecture == "llama" || c->architecture == "qwen2" || c->architecture == "qwen2moe" ||
+      c->architecture == "qwen3" || c->architecture == "qwen3moe" || c->architecture == "gemma2" ||
+      c->architecture == "gemma3" || c->architecture == "phi3" || c->architecture == "deepseek2");
+  // DeepSeek's MLA: a latent, a rotated part narrower than the key, one KV
+  // head per head, the dense lead inside the model, a finite YaRN stretch
+  // and attention scale. Values as wide as keys elsewhere.
+  FUZZ_CHECK(c->head_dim_v >= 1);
+  FUZZ_CHECK(c->is_mla() || c->head_dim_v == c->head_dim);
+  FUZZ_CHECK(!c->is_mla() || (c->n_rot < c->head_dim && c->n_head_kv == c->n_head));
+  FUZZ_CHECK(c->n_layer_dense_lead <= c->n_layer);
+  FUZZ_CHECK(c->rope_yarn.freq_scale > 0 && std::isfinite(c->rope_yarn.freq_scale));
+  FUZZ_CHECK(std::isfinite(c->kq_scale) && std::isfinite(c->expert_weights_scale));
   // Phi-3: Q is n_embd rows of attn_qkv, and LongRoPE's factor is positive.
   FUZZ_CHECK(!c->fused_qkv || c->head_dim * c->n_head == c->n_embd);
   FUZZ_CHECK(c->rope_attn_factor > 0 && std::isfinite(c->rope_attn_factor));
