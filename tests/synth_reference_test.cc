@@ -6,12 +6,15 @@
 // batch, then one token per decode, greedy over the raw logits, n_ctx 256,
 // 2 threads, BOS added, special tokens not parsed. The smallest top-two
 // logit gap over each file's 96 steps is 0.0016 or more (0.0012 for the
-// Q4_1, Q5_1, IQ4_NL and IQ4_XS files): no near ties.
+// Q4_1, Q5_1, IQ4_NL and IQ4_XS files, 0.0013 for two DeepSeek files): no
+// near ties.
 //
 // Before the engine followed ggml's AVX2 order in attention (the F16 dot
 // products of KQ and KQV) and in its vector exp (softmax, SiLU), both files
 // went astray: Q8_0 on "Once upon a time" from generated token 19, Q4_K on
-// "In a hole in the ground there lived" from token 24.
+// "In a hole in the ground there lived" from token 24. Before it rotated
+// DeepSeek's q_pe and k_pe as ggml's in-place rope does (unfused), V2-Lite's
+// Q4_K files went astray from generated token 20 (seed 1) and 22 (seed 2).
 //
 // If synth's generator changes, these ids must be recorded again.
 #include <cstdint>
@@ -44,6 +47,9 @@ struct SynthCase {
   std::vector<PromptIds> prompts;
   std::string preset = "tiny";
   uint32_t context_size = 0;  // 0: the model's; llama.cpp's n_ctx was 256, or this
+  // Skipped in a sanitizer build, where writing and running it takes over
+  // 20 s (deepseek2-lite's 27 layers of Q4_K experts: 31 s).
+  bool slow_unoptimised = false;
 };
 
 const std::vector<int32_t> kOnceIds = {1, 318, 271, 519, 1476, 1161, 264, 262, 847, 261};
@@ -479,7 +485,9 @@ std::vector<SynthCase> Cases() {
          kHoleIds,
          {717, 426, 451, 965, 508, 717, 799, 701, 952, 721, 492,  1382, 667, 508, 508,  508,
           508, 508, 508, 508, 721, 950, 508, 508, 508, 318, 1907, 426,  426, 905, 1044, 1781}}},
-       "deepseek2-lite-tiny"},
+       "deepseek2-lite-tiny",
+       0,
+       true},
       {"deepseek3_f16",  // smallest top-two gap 0.0024
        TensorType::kF16,
        1,
@@ -559,6 +567,9 @@ class SynthReferenceTest : public testing::TestWithParam<SynthCase> {
 
 TEST_P(SynthReferenceTest, GreedyIdsMatchLlamaCppAvx2OnEveryCpuTarget) {
   const SynthCase& c = GetParam();
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+  if (c.slow_unoptimised) GTEST_SKIP() << "too slow unoptimised; the Release pass runs it";
+#endif
   SynthOptions options;
   options.preset = c.preset;
   options.type = c.type;
