@@ -34,7 +34,8 @@ int RunSynth(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "ringlm synth --preset NAME --type TYPE --out PATH [--seed S]\n"
       "       ringlm synth --tokenizer DIR --out PATH [--preset NAME] [--type TYPE]",
       "Writes a GGUF model (llama, with or without experts, qwen2moe, qwen3, qwen3moe,\n"
-      "gemma2, gemma3 or phi3, as the preset says) with the shapes, metadata and vocabulary size\n"
+      "gemma2, gemma3, phi3 or deepseek2, as the preset says) with the shapes, metadata and "
+      "vocabulary size\n"
       "of a known model and random weights, for benchmarks and tests. --type q4_k\n"
       "gives llama.cpp's Q4_K_M mix; quantized types get a Q6_K (Q8_0 for q8_0) head.\n"
       "--tokenizer DIR gives the model the real vocabulary of a Hugging Face tokenizer\n"
