@@ -237,8 +237,9 @@ absl::Status StageRuntime::Rollback(const v1::RollbackRequest& request, const Ca
   if (request.request_id().empty() || request.request_id().size() > kMaxWireIdBytes) {
     return absl::InvalidArgumentError("request_id must have 1 to 128 bytes");
   }
-  if (request.branch() == 0)
+  if (request.branch() == 0) {
     return absl::InvalidArgumentError("a rollback starts branch 1 or later");
+  }
   if (!caller.is_node()) return absl::PermissionDeniedError("only a stage may roll back");
   absl::ReleasableMutexLock lock(&mu_);
   auto it = requests_.find(request.request_id());
