@@ -113,7 +113,7 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ost
                            Mib(fp->embedding_bytes).c_str(), Mib(fp->head_bytes).c_str(),
                            Mib(fp->total_bytes).c_str());
     out << absl::StrFormat("KV cache per token: %s (f16, all layers)\n",
-                           Mib(uint64_t{config->n_layer} * config->n_embd_kv() * 4).c_str());
+                           Mib(config->n_layer * config->kv_bytes_per_position()).c_str());
   }
   return 0;
 }

@@ -438,7 +438,7 @@ class NodeService final : public v1::RingNode::CallbackService {
     reply->set_evicted_blocks(stats.evicted_blocks);
     reply->set_block_tokens(kKvBlockTokens);
     if (std::optional<LayerRange> r = parts_.stage->range()) {
-      reply->set_bytes_per_token(uint64_t{r->size()} * parts_.model->config().n_embd_kv() * 4);
+      reply->set_bytes_per_token(r->size() * parts_.model->config().kv_bytes_per_position());
     }
     for (const SessionInfo& info : stats.sessions) {
       v1::SessionStats* s = reply->add_sessions();

@@ -135,6 +135,9 @@ TEST(DeepSeekConfigTest, ReadsMlaExpertsAndYarnAsLlamaCpp) {
   EXPECT_TRUE(c.is_mla());
   EXPECT_EQ(c.head_dim, kKey);
   EXPECT_EQ(c.head_dim_v, kValue);
+  // Keys and values of their own widths: what the cache holds, and what
+  // `ringlm status` and `inspect` count.
+  EXPECT_EQ(c.kv_bytes_per_position(), uint64_t{c.n_head_kv} * (kKey + kValue) * 2);
   EXPECT_EQ(c.n_rot, kRot);
   EXPECT_EQ(c.q_lora_rank, kRank);
   EXPECT_EQ(c.kv_lora_rank, kRank);

@@ -99,6 +99,11 @@ struct ModelConfig {
 
   uint32_t n_embd_kv() const { return n_head_kv * head_dim; }   // a cache row of keys
   uint32_t n_embd_v() const { return n_head_kv * head_dim_v; }  // a cache row of values
+  // What a KV cache holds per layer and position: a row of keys and one of
+  // values, in f16.
+  uint64_t kv_bytes_per_position() const {
+    return (uint64_t{n_embd_kv()} + n_embd_v()) * sizeof(uint16_t);
+  }
   bool is_moe() const { return n_expert > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
   // Whether layer il's feed-forward is the mixture of experts (else dense).
