@@ -382,6 +382,20 @@ GgufWriter TinyLlama() {
   return w;
 }
 
+// TinyLlama's vocabulary and tensors under another architecture: its
+// llama.* shape keys gone, for the caller to set under `arch`.
+GgufWriter TinyLlamaAs(const std::string& arch) {
+  GgufWriter w = TinyLlama();
+  for (const char* key :
+       {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+        "attention.head_count_kv", "context_length", "rope.dimension_count",
+        "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
+    w.Remove(std::string("llama.") + key);
+  }
+  w.SetString("general.architecture", arch);
+  return w;
+}
+
 // A qwen2-architecture model with a byte-level BPE vocabulary and merges.
 GgufWriter TinyQwen() {
   GgufWriter w;
@@ -524,15 +538,8 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
   // Qwen 3: heads of 8 where n_embd / n_head is 4; then qwen3moe without
   // its (required) expert count.
   for (const std::string arch : {"qwen3", "qwen3moe"}) {
-    GgufWriter w = TinyLlama();
-    for (const char* key :
-         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
-          "attention.head_count_kv", "context_length", "rope.dimension_count",
-          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
-      w.Remove(std::string("llama.") + key);
-    }
+    GgufWriter w = TinyLlamaAs(arch);
     const std::string a = arch + ".";
-    w.SetString("general.architecture", arch);
     w.SetUint32(a + "block_count", 1);
     w.SetUint32(a + "embedding_length", 8);
     w.SetUint32(a + "feed_forward_length", 16);
@@ -551,14 +558,7 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
   // and tensors); one attn_qkv a row short, which the weights' load names;
   // and a header without its (required) sliding window.
   {
-    GgufWriter w = TinyLlama();
-    for (const char* key :
-         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
-          "attention.head_count_kv", "context_length", "rope.dimension_count",
-          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
-      w.Remove(std::string("llama.") + key);
-    }
-    w.SetString("general.architecture", "phi3");
+    GgufWriter w = TinyLlamaAs("phi3");
     w.SetUint32("phi3.block_count", 1);
     w.SetUint32("phi3.embedding_length", 8);
     w.SetUint32("phi3.feed_forward_length", 16);
@@ -592,15 +592,8 @@ void WriteGgufs(const std::string& dir, const std::string& model_path) {
   // attn_kv_a_mqa's rows, which the weights' load names; and a header with
   // fewer KV heads than heads, which MLA cannot have.
   {
-    GgufWriter w = TinyLlama();
-    for (const char* key :
-         {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
-          "attention.head_count_kv", "context_length", "rope.dimension_count",
-          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
-      w.Remove(std::string("llama.") + key);
-    }
+    GgufWriter w = TinyLlamaAs("deepseek2");
     const std::string a = "deepseek2.";
-    w.SetString("general.architecture", "deepseek2");
     w.SetUint32(a + "block_count", 2);
     w.SetUint32(a + "embedding_length", 8);
     w.SetUint32(a + "feed_forward_length", 16);

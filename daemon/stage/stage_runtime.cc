@@ -157,8 +157,10 @@ absl::Status StageRuntime::Enqueue(v1::StageStepRequest request, const Caller& c
     RequestRecord& record = requests_.at(request.request_id());
     // A late step of a cancelled request, or of a voided branch: drop it quietly.
     if (record.cancelled || request.branch() < record.void_below) return absl::OkStatus();
-    record.session_key = SessionKey(request.origin(), request.session_id());
-    record.last_stage = request.plan().stages(request.plan().stages_size() - 1).node_id();
+    if (record.session_key.empty()) {  // a request id keeps its session and plan
+      record.session_key = SessionKey(request.origin(), request.session_id());
+      record.last_stage = request.plan().stages(request.plan().stages_size() - 1).node_id();
+    }
     record.branch_seen = std::max(record.branch_seen, request.branch());
   }
   if (!queue_.Push(std::move(request))) {
