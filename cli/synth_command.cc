@@ -44,7 +44,7 @@ int RunSynth(const std::vector<std::string>& args, std::ostream& out, std::ostre
   p.AddOption("preset", "NAME",
               "model shape: " + PresetList() + " (default with --tokenizer: micro)");
   p.AddOption("type", "TYPE",
-              "weight type: f32, f16, q8_0, q4_0, q4_1, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, "
+              "weight type: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, "
               "iq4_nl, iq4_xs (default with --tokenizer: q8_0)");
   p.AddOption("tokenizer", "DIR", "a Hugging Face tokenizer directory whose vocabulary to carry");
   p.AddOption("out", "PATH", "the GGUF file to write (replaced if it exists)");

@@ -119,12 +119,12 @@ const std::vector<SynthPreset>& SynthPresets();
 // InvalidArgument naming the known presets when `name` is not one of them.
 absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name);
 
-// The weight types `--type` accepts: f32, f16, q8_0, q4_0, q4_1, q5_1, q2_k,
+// The weight types `--type` accepts: f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k,
 // q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs. InvalidArgument for any other name. (q3_k, q4_k and q5_k
 // mean llama.cpp's Q3_K_M, Q4_K_M and Q5_K_M mixes; q2_k its Q2_K mix.)
 absl::StatusOr<TensorType> ParseSynthType(const std::string& name);
 // llama.cpp's LLAMA_FTYPE number for a base type (general.file_type):
-// f32 0, f16 1, q4_0 2, q4_1 3, q8_0 7, q5_1 9, q2_k 10, q3_k 12 (Q3_K_M),
+// f32 0, f16 1, q4_0 2, q4_1 3, q8_0 7, q5_0 8, q5_1 9, q2_k 10, q3_k 12 (Q3_K_M),
 // q4_k 15 (Q4_K_M), q5_k 17 (Q5_K_M), q6_k 18, iq4_nl 25, iq4_xs 30.
 // Precondition: `type` is one ParseSynthType returns.
 uint32_t LlamaFileType(TensorType type);
@@ -165,7 +165,7 @@ struct SynthPlan {
 //     ffn_down and attn_output Q3_K; the rest Q2_K;
 //   - iq4_nl, iq4_xs (no importance matrix): attn_v Q5_K when n_head /
 //     n_head_kv >= 4, ffn_down Q5_K on layers i < n/8; the rest the base;
-//   - q4_1, q5_1: everything but the head in the base type.
+//   - q4_1, q5_0, q5_1: everything but the head in the base type.
 // A type whose block size does not divide the row length falls back:
 // Q6_K -> Q8_0 (as llama.cpp), IQ4_XS -> IQ4_NL (as llama.cpp), Q2_K..Q5_K
 // -> Q8_0 (llama.cpp picks IQ4_NL, Q5_0 or Q5_1), then -> F16 when 32

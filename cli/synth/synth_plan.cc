@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint32_t kQkK = 256;  // K-quant super-block size
 constexpr const char* kSynthTypeList =
-    "f32, f16, q8_0, q4_0, q4_1, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
+    "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and
 // every third layer in between, get the bigger type in Q4_K_M/Q5_K_M.
@@ -42,6 +42,7 @@ bool IsSynthType(TensorType t) {
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
     case TensorType::kQ5_1:
     case TensorType::kQ2_K:
     case TensorType::kQ3_K:
@@ -250,11 +251,11 @@ absl::StatusOr<SynthPreset> FindSynthPreset(const std::string& name) {
 
 absl::StatusOr<TensorType> ParseSynthType(const std::string& name) {
   static constexpr std::pair<const char*, TensorType> kTypes[] = {
-      {"f32", TensorType::kF32},       {"f16", TensorType::kF16},   {"q8_0", TensorType::kQ8_0},
-      {"q4_0", TensorType::kQ4_0},     {"q4_1", TensorType::kQ4_1}, {"q5_1", TensorType::kQ5_1},
-      {"q2_k", TensorType::kQ2_K},     {"q3_k", TensorType::kQ3_K}, {"q4_k", TensorType::kQ4_K},
-      {"q5_k", TensorType::kQ5_K},     {"q6_k", TensorType::kQ6_K}, {"iq4_nl", TensorType::kIQ4_NL},
-      {"iq4_xs", TensorType::kIQ4_XS},
+      {"f32", TensorType::kF32},       {"f16", TensorType::kF16},       {"q8_0", TensorType::kQ8_0},
+      {"q4_0", TensorType::kQ4_0},     {"q4_1", TensorType::kQ4_1},     {"q5_0", TensorType::kQ5_0},
+      {"q5_1", TensorType::kQ5_1},     {"q2_k", TensorType::kQ2_K},     {"q3_k", TensorType::kQ3_K},
+      {"q4_k", TensorType::kQ4_K},     {"q5_k", TensorType::kQ5_K},     {"q6_k", TensorType::kQ6_K},
+      {"iq4_nl", TensorType::kIQ4_NL}, {"iq4_xs", TensorType::kIQ4_XS},
   };
   for (const auto& [n, t] : kTypes) {
     if (name == n) return t;
@@ -275,6 +276,8 @@ uint32_t LlamaFileType(TensorType type) {
       return 3;  // LLAMA_FTYPE_MOSTLY_Q4_1
     case TensorType::kQ8_0:
       return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::kQ5_0:
+      return 8;  // LLAMA_FTYPE_MOSTLY_Q5_0
     case TensorType::kQ5_1:
       return 9;  // LLAMA_FTYPE_MOSTLY_Q5_1
     case TensorType::kIQ4_NL:

@@ -62,9 +62,9 @@ TEST(SynthPresetTest, BadNamesAreRejectedWithTheKnownOnes) {
   ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find("unknown preset 'llama-9b'"), absl::string_view::npos);
   EXPECT_NE(p.status().message().find("tinyllama-1.1b"), absl::string_view::npos);
-  absl::StatusOr<TensorType> t = ParseSynthType("q5_0");
+  absl::StatusOr<TensorType> t = ParseSynthType("iq2_xxs");
   ASSERT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(t.status().message().find("unknown type 'q5_0'"), absl::string_view::npos);
+  EXPECT_NE(t.status().message().find("unknown type 'iq2_xxs'"), absl::string_view::npos);
   SynthOptions options;
   options.preset = "nope";
   const std::string path = TempPath("never");
@@ -187,7 +187,7 @@ TEST(SynthPlanTest, Iq4AndLegacyMinMixesFollowLlamaQuantize) {
     EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ6_K);
     EXPECT_EQ(FindIn(*plan, "token_embd.weight")->type, base);
   }
-  for (TensorType base : {TensorType::kQ4_1, TensorType::kQ5_1}) {
+  for (TensorType base : {TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1}) {
     absl::StatusOr<SynthPlan> plan = PlanSynthModel(p, base);
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_EQ(FindIn(*plan, "blk.0.attn_v.weight")->type, base);
@@ -195,6 +195,7 @@ TEST(SynthPlanTest, Iq4AndLegacyMinMixesFollowLlamaQuantize) {
     EXPECT_EQ(FindIn(*plan, "output.weight")->type, TensorType::kQ6_K);
   }
   EXPECT_EQ(LlamaFileType(TensorType::kQ4_1), 3u);
+  EXPECT_EQ(LlamaFileType(TensorType::kQ5_0), 8u);
   EXPECT_EQ(LlamaFileType(TensorType::kQ5_1), 9u);
   EXPECT_EQ(LlamaFileType(TensorType::kIQ4_NL), 25u);
   EXPECT_EQ(LlamaFileType(TensorType::kIQ4_XS), 30u);
@@ -237,7 +238,7 @@ TEST(SynthPlanTest, RowsThatBlocksDoNotDivideFallBack) {
   odd.n_head = 5;  // does not divide n_embd
   EXPECT_EQ(PlanSynthModel(odd, TensorType::kQ4_K).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kQ5_0).status().code(),
+  EXPECT_EQ(PlanSynthModel(*FindSynthPreset("tiny"), TensorType::kBF16).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
