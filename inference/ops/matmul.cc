@@ -128,6 +128,20 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceLanes<8>(acc);
 }
 
+// Q4_0 weights x Q8_0 activations in DotOrder::kRepacked: one integer sum and
+// one fma per block.
+float DotQ4_0Repacked(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t sum = 0;
+    for (int k = 0; k < 16; ++k) {
+      sum += ((w[b].qs[k] & 0x0F) - 8) * x[b].qs[k] + ((w[b].qs[k] >> 4) - 8) * x[b].qs[16 + k];
+    }
+    acc = std::fma(static_cast<float>(sum), Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
+  }
+  return acc;
+}
+
 // Q5_0 weights x Q8_0 activations (ggml_vec_dot_q5_0_q8_0, AVX2 order): as
 // Q4_0, with 5-bit values.
 float DotQ5_0(const BlockQ5_0* w, const BlockQ8_0* x, int64_t n_blocks) {
@@ -407,7 +421,9 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
     }
     case TensorType::kQ4_0: {
       const int64_t nb = cols / kQ4_0BlockSize;
-      return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
+      const auto* w = static_cast<const BlockQ4_0*>(row);
+      return order == DotOrder::kRepacked ? DotQ4_0Repacked(w, job.x_q8_0 + t * nb, nb)
+                                          : DotQ4_0(w, job.x_q8_0 + t * nb, nb);
     }
     case TensorType::kQ5_0: {
       const int64_t nb = cols / kQ5_0BlockSize;
@@ -459,12 +475,16 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
+  const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
   // Q8_0/Q4_0: the batch-invariant integer GEMM, for every batch size (its
   // results equal the per-dot kernels' below bit for bit; qgemm_internal.h).
   if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
     const QGemmTarget target = ActiveQGemmTarget();
     if (target != QGemmTarget::kNone) {
-      QGemm(target, type, w, rows, cols, x, n_tokens, y, pool);
+      const QGemmKind qkind = type == TensorType::kQ8_0      ? QGemmKind::kQ8_0
+                              : order == DotOrder::kRepacked ? QGemmKind::kQ4_0Repacked
+                                                             : QGemmKind::kQ4_0;
+      QGemm(target, qkind, w, rows, cols, x, n_tokens, y, pool);
       return;
     }
   }
@@ -477,7 +497,7 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
 
   DotJob job;
   job.type = type;
-  job.order = MatMulDotOrder(type, rows, cols, n_tokens);
+  job.order = order;
   job.w = static_cast<const uint8_t*>(w);
   job.row_bytes = RowBytes(type, cols);
   job.rows = rows;

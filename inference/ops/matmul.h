@@ -28,6 +28,11 @@
 //     orders agree. On x86 with AVX2 or AVX512-VNNI, and on ARM with dotprod,
 //     Q8_0/Q4_0 are computed, for every batch size, by the register-tiled
 //     integer GEMM of qgemm_internal.h (same bits).
+//   - Q4_0 weights of a multiple of 8 rows (per expert, for expert
+//     tensors) are another case (kRepacked): ggml's AVX2 build repacks them
+//     at load (its CPU_AARCH64 buffer, q4_0_8x8), and its gemv/gemm sum each
+//     block's 32 products exactly in one integer, then FMA it, scaled by
+//     d_w*d_x, into one float per output, block after block.
 //   - K-quant (Q2_K..Q6_K) weights quantize x to Q8_K (QuantizeRowQ8_K)
 //     and follow ggml_vec_dot_q{2,3,4,5,6}_K_q8_K's AVX2 code: per 256-value
 //     super-block, 8 exact integer lane sums (lane = (position % 32) / 4)
@@ -55,14 +60,15 @@
 
 namespace ringlm {
 
-// Which of ggml's two summation orders a dot product follows.
+// Which of ggml's summation orders a dot product follows.
 enum class DotOrder {
-  kVecDot,  // ggml_vec_dot_*: shapes tinyBLAS refuses
-  kTiled,   // llamafile tinyBLAS: batches of >= 2 tokens
+  kVecDot,    // ggml_vec_dot_*: shapes tinyBLAS refuses
+  kTiled,     // llamafile tinyBLAS: batches of >= 2 tokens
+  kRepacked,  // Q4_0 repacked by ggml's CPU_AARCH64 buffer (see above)
 };
 
 // The order MatMul uses for these shapes: ggml's batch rule, applied to every
-// batch size (n_tokens is ignored; see above).
+// batch size (n_tokens is ignored; see above), and its repacking rule.
 DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens);
 
 // y[t * rows + r] = dot(W row r, x row t) for t < n_tokens, r < rows.

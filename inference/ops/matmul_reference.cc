@@ -102,6 +102,19 @@ float QuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const v
   return ReduceByHalving(acc);
 }
 
+// DotOrder::kRepacked: each block's 32 products summed in one integer, then
+// one fma per block into a single float.
+float SerialQuantDot(const std::vector<int>& wq, const std::vector<float>& wd, const BlockQ8_0* xb,
+                     int64_t cols) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    int32_t sum = 0;
+    for (int k = 0; k < 32; ++k) sum += wq[b * 32 + k] * xb[b].qs[k];
+    acc = std::fma(static_cast<float>(sum), wd[b] * Fp16ToFp32(xb[b].d), acc);
+  }
+  return acc;
+}
+
 // Q4_1/Q5_1 x Q8_1: QuantDot's lanes over the unsigned values, plus one float
 // accumulating fma(m_w, s_x) per block, added after the lanes are reduced.
 float MinDot(const std::vector<int>& wq, const std::vector<float>& wd, const std::vector<float>& wm,
@@ -314,6 +327,10 @@ DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t /*n
     case TensorType::kBF16:
       // tinyBLAS<16> needs k % 16 == 0 and (AVX-512 tiling) m % 4 == 0.
       return (rows % 4 == 0 && cols % 16 == 0) ? DotOrder::kTiled : DotOrder::kVecDot;
+    case TensorType::kQ4_0:
+      // ggml_aarch64_get_optimal_repack_type on AVX2: ne[1] % 8 == 0 (for
+      // MUL_MAT and, per expert, MUL_MAT_ID).
+      return rows % 8 == 0 ? DotOrder::kRepacked : DotOrder::kTiled;
     default:
       return DotOrder::kTiled;  // quantized: same numerics either way
   }
@@ -367,6 +384,7 @@ float DotRowReference(TensorType type, const void* row, const float* x, int64_t 
           }
         }
       }
+      if (order == DotOrder::kRepacked) return SerialQuantDot(wq, wd, xq.data(), cols);
       return QuantDot(wq, wd, xq.data(), cols);
     }
     case TensorType::kQ4_1:

@@ -283,6 +283,28 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
   return ReduceAcc8(acc);
 }
 
+// DotOrder::kRepacked: the same integer products, each block's summed into
+// one integer (exact, in any order), then one fma per block.
+float DotQ4_0Repacked(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n_blocks) {
+  const DI di;
+  const auto k8 = hn::Set(di, 8);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    hn::Vec<DI> wv[kQV];
+    LoadNibbleWords(w[b].qs, wv);
+    auto p = hn::Zero(di);
+    for (size_t v = 0; v < kQV; ++v) {
+      const auto xv = LoadWords(x[b].qs + 4 * kQ * v);
+      for (int t = 0; t < 4; ++t) {
+        p = hn::Add(p, hn::Mul(hn::Sub(Nibble(wv[v], 8 * t), k8), SignedByte(xv, t)));
+      }
+    }
+    const auto sum = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, p)));
+    acc = std::fma(sum, Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
+  }
+  return acc;
+}
+
 // Q4_1/Q5_1: Q4_0's/Q5_0's lanes over the unsigned values; the mins m_w *
 // s_x FMA'd into one float added after the halving sum.
 float DotQ4_1(const BlockQ4_1* w, const BlockQ8_1* x, int64_t n_blocks) {
@@ -516,7 +538,9 @@ float DotOne(const DotJob& job, int64_t r, int64_t t) {
     }
     case TensorType::kQ4_0: {
       const int64_t nb = cols / kQ4_0BlockSize;
-      return DotQ4_0(static_cast<const BlockQ4_0*>(row), job.x_q8_0 + t * nb, nb);
+      const auto* w = static_cast<const BlockQ4_0*>(row);
+      return job.order == DotOrder::kRepacked ? DotQ4_0Repacked(w, job.x_q8_0 + t * nb, nb)
+                                              : DotQ4_0(w, job.x_q8_0 + t * nb, nb);
     }
     case TensorType::kQ5_0: {
       const int64_t nb = cols / kQ5_0BlockSize;

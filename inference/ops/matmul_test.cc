@@ -191,6 +191,15 @@ TEST_F(MatMulOnEveryTargetTest, FloatTilesOfEveryShapeMatchReference) {
   }
 }
 
+// Q4_0 matrices of a multiple of 8 rows, in ggml's repacked order, over
+// every batch size up to 67 (the integer GEMM where it runs, else the per-dot
+// kernels).
+TEST_F(MatMulOnEveryTargetTest, RepackedQ4_0OfEveryBatchSizeMatchesReference) {
+  std::mt19937 rng(12);
+  ASSERT_EQ(MatMulDotOrder(TensorType::kQ4_0, 16, 96, 1), DotOrder::kRepacked);
+  ExpectEveryTokenCountMatchesReference(TensorType::kQ4_0, 16, 96, 67, rng);
+}
+
 // Q5_0 (per-dot kernels, not the integer GEMM) over every batch size up to
 // 67.
 TEST_F(MatMulOnEveryTargetTest, Q5_0OfEveryBatchSizeMatchesReference) {
@@ -290,6 +299,10 @@ TEST(MatMulTest, DispatchFollowsGgmlButNeverTheBatchSize) {
   EXPECT_EQ(MatMulDotOrder(TensorType::kF16, 64, 172, 5), DotOrder::kVecDot);  // 172 % 16 != 0
   EXPECT_EQ(MatMulDotOrder(TensorType::kF16, 64, 176, 5), DotOrder::kTiled);
   EXPECT_EQ(MatMulDotOrder(TensorType::kQ8_0, 7, 64, 5), DotOrder::kTiled);
+  // Q4_0: repacked where ggml's AVX2 build repacks it (rows % 8 == 0).
+  EXPECT_EQ(MatMulDotOrder(TensorType::kQ4_0, 8, 64, 1), DotOrder::kRepacked);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kQ4_0, 12, 64, 1), DotOrder::kTiled);
+  EXPECT_EQ(MatMulDotOrder(TensorType::kQ8_0, 8, 64, 1), DotOrder::kTiled);
 }
 
 TEST(MatMulTest, SummationOrdersDifferAsSpecified) {

@@ -122,15 +122,16 @@ int AvailableQGemmTargets(QGemmTarget out[3]) {
   return n;
 }
 
-void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int64_t cols,
+void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int64_t cols,
            const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
   const QGemmKernels& k = *GetQGemmKernels(target);
-  const int q4 = type == TensorType::kQ4_0 ? 1 : 0;
+  const int ki = static_cast<int>(kind);
   const int64_t nb = cols / kQ8_0BlockSize;
-  const size_t row_bytes = RowBytes(type, cols);
+  const size_t row_bytes =
+      RowBytes(kind == QGemmKind::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ4_0, cols);
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_pairs = (n_tokens + 1) / 2;
-  const bool offset128 = k.x_offset128 && q4 == 0;
+  const bool offset128 = k.x_offset128 && kind == QGemmKind::kQ8_0;
 
   // Packed activations, reused across calls on this thread.
   thread_local std::vector<Record> packed_scratch;
@@ -145,8 +146,9 @@ void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int
 
   const size_t pair_stride = static_cast<size_t>(nb) * kQGemmRecordBytes;
   const auto* xp = reinterpret_cast<const uint8_t*>(packed);
-  const int64_t n_groups = (rows + k.rows - 1) / k.rows;
-  if (n_tokens == 1 && k.one_token[q4][0] != nullptr) {
+  const QGemmKernels::Tile tile = k.tile[ki];
+  const int64_t n_groups = (rows + tile.rows - 1) / tile.rows;
+  if (n_tokens == 1 && k.one_token[ki][0] != nullptr) {
     // Decode: tiles of 2 * kQGemmMaxRowPairs rows x 1 token; an odd last row
     // takes the pair kernel (with its padding token).
     constexpr int64_t kTile = 2 * kQGemmMaxRowPairs;
@@ -155,11 +157,11 @@ void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int
       for (int64_t r0 = g0 * kTile; r0 < std::min(rows, g1 * kTile); r0 += kTile) {
         const int nr = static_cast<int>(std::min<int64_t>(kTile, rows - r0));
         if (nr >= 2) {
-          k.one_token[q4][nr / 2 - 1](wb + r0 * row_bytes, row_bytes, xp, pair_stride, nb, out, 1);
+          k.one_token[ki][nr / 2 - 1](wb + r0 * row_bytes, row_bytes, xp, pair_stride, nb, out, 1);
         }
         if (nr % 2 != 0) {
           float pair_out[2 * kQGemmMaxPairs];
-          k.kernel[q4][0][0](wb + (r0 + nr - 1) * row_bytes, row_bytes, xp, pair_stride, nb,
+          k.kernel[ki][0][0](wb + (r0 + nr - 1) * row_bytes, row_bytes, xp, pair_stride, nb,
                              pair_out, 2);
           out[nr - 1] = pair_out[0];
         }
@@ -169,18 +171,18 @@ void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int
     return;
   }
   RunParallel(pool, n_groups, [&](int64_t g0, int64_t g1) {
-    const int64_t r_end = std::min(rows, g1 * k.rows);
+    const int64_t r_end = std::min(rows, g1 * tile.rows);
     float out[kQGemmMaxRows * 2 * kQGemmMaxPairs];
     const int out_stride = 2 * kQGemmMaxPairs;
-    for (int64_t rb0 = g0 * k.rows; rb0 < r_end; rb0 += kRowBlock) {
+    for (int64_t rb0 = g0 * tile.rows; rb0 < r_end; rb0 += kRowBlock) {
       const int64_t rb1 = std::min(r_end, rb0 + kRowBlock);
-      for (int64_t p0 = 0; p0 < n_pairs; p0 += k.pairs) {
-        const int np = static_cast<int>(std::min<int64_t>(k.pairs, n_pairs - p0));
+      for (int64_t p0 = 0; p0 < n_pairs; p0 += tile.pairs) {
+        const int np = static_cast<int>(std::min<int64_t>(tile.pairs, n_pairs - p0));
         const int64_t t0 = 2 * p0;
         const int nt = static_cast<int>(std::min<int64_t>(2 * np, n_tokens - t0));
-        for (int64_t r0 = rb0; r0 < rb1; r0 += k.rows) {
-          const int nr = static_cast<int>(std::min<int64_t>(k.rows, rb1 - r0));
-          k.kernel[q4][nr - 1][np - 1](wb + r0 * row_bytes, row_bytes, xp + p0 * pair_stride,
+        for (int64_t r0 = rb0; r0 < rb1; r0 += tile.rows) {
+          const int nr = static_cast<int>(std::min<int64_t>(tile.rows, rb1 - r0));
+          k.kernel[ki][nr - 1][np - 1](wb + r0 * row_bytes, row_bytes, xp + p0 * pair_stride,
                                        pair_stride, nb, out, out_stride);
           for (int j = 0; j < nt; ++j) {
             float* y_row = y + (t0 + j) * rows + r0;

@@ -15,7 +15,8 @@
 //   - Q4_0: nibble - 8 in [-8, 7] (low nibbles = values 0..15, high nibbles =
 //     values 16..31, as in DequantizeRow) x activations.
 // The float part is the reference's: scale = d_w * d_x rounded to f32, then
-// one fused multiply-add per lane and block, in block order.
+// one fused multiply-add per lane and block, in block order (in the repacked
+// Q4_0 order, one per block of the lanes' integer total).
 // Hot: this is the inner loop of every Q8_0/Q4_0 MatMul on ARM.
 #include "inference/ops/qgemm_internal.h"
 
@@ -25,6 +26,7 @@
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "inference/ops/matmul_internal.h"
@@ -87,17 +89,44 @@ RINGLM_NEON_DOT_TARGET inline void DotBlock(const int8x16_t w[2], int8x16_t x0, 
   acc1 = vfmaq_f32(acc1, scale, vcvtq_f32_s32(vdotq_s32(zero, w[1], x1)));
 }
 
+// One block of one (row, token) in the repacked Q4_0 order: both SDOTs into
+// one vector, its lanes summed (exact integers), then one fma.
+RINGLM_NEON_DOT_TARGET inline void DotBlockRepacked(const int8x16_t w[2], int8x16_t x0,
+                                                    int8x16_t x1, float scale, float& acc) {
+  const int32x4_t sum = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w[0], x0), w[1], x1);
+  acc = std::fma(static_cast<float>(vaddvq_s32(sum)), scale, acc);
+}
+
+// One block of one (row, token) in either order; dx holds d_x in every lane.
+template <bool kRepacked>
+RINGLM_NEON_DOT_TARGET inline void DotStep(const int8x16_t w[2], int8x16_t x0, int8x16_t x1,
+                                           float dw, float32x4_t dx, float32x4_t& acc0,
+                                           float32x4_t& acc1, float& serial) {
+  if constexpr (kRepacked) {
+    DotBlockRepacked(w, x0, x1, dw * vgetq_lane_f32(dx, 0), serial);
+  } else {
+    DotBlock(w, x0, x1, vmulq_n_f32(dx, dw), acc0, acc1);
+  }
+}
+
 // R rows x T tokens (T = 2P for the tile table, 1 for decode).
-template <int R, int T, bool kQ4>
+template <int R, int T, QGemmKind kKind>
 RINGLM_NEON_DOT_TARGET void KernelNeonDot(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                                           size_t pair_stride, int64_t nb, float* out,
                                           int out_stride) {
+  constexpr bool kQ4 = kKind != QGemmKind::kQ8_0;
+  constexpr bool kRepacked = kKind == QGemmKind::kQ4_0Repacked;
   float32x4_t acc0[R][T], acc1[R][T];
+  float serial[R][T];  // kRepacked
   RINGLM_UNROLL
   for (int r = 0; r < R; ++r) {
     RINGLM_UNROLL
-    for (int t = 0; t < T; ++t) acc0[r][t] = acc1[r][t] = vdupq_n_f32(0.0f);
+    for (int t = 0; t < T; ++t) {
+      acc0[r][t] = acc1[r][t] = vdupq_n_f32(0.0f);
+      serial[r][t] = 0.0f;
+    }
   }
+
   constexpr size_t kBlockBytes = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
   // Row r's block b: returns its scale; wv = its values 0..15 and 16..31 as
   // int8 (Q4_0: low and high nibbles, minus 8).
@@ -135,7 +164,7 @@ RINGLM_NEON_DOT_TARGET void KernelNeonDot(const uint8_t* w, size_t row_bytes, co
         const float32x4_t dx = vld1q_f32(reinterpret_cast<const float*>(xb + 64));
         RINGLM_UNROLL
         for (int r = 0; r < R; ++r) {
-          DotBlock(wv[r], x0, x1, vmulq_n_f32(dx, dw[r]), acc0[r][t], acc1[r][t]);
+          DotStep<kRepacked>(wv[r], x0, x1, dw[r], dx, acc0[r][t], acc1[r][t], serial[r][t]);
         }
       }
     } else {
@@ -154,7 +183,7 @@ RINGLM_NEON_DOT_TARGET void KernelNeonDot(const uint8_t* w, size_t row_bytes, co
         const float dw = load_w(r, b, wv);
         RINGLM_UNROLL
         for (int t = 0; t < T; ++t) {
-          DotBlock(wv, x0[t], x1[t], vmulq_n_f32(dx[t], dw), acc0[r][t], acc1[r][t]);
+          DotStep<kRepacked>(wv, x0[t], x1[t], dw, dx[t], acc0[r][t], acc1[r][t], serial[r][t]);
         }
       }
     }
@@ -162,7 +191,9 @@ RINGLM_NEON_DOT_TARGET void KernelNeonDot(const uint8_t* w, size_t row_bytes, co
   RINGLM_UNROLL
   for (int r = 0; r < R; ++r) {
     RINGLM_UNROLL
-    for (int t = 0; t < T; ++t) out[r * out_stride + t] = ReduceLanes8(acc0[r][t], acc1[r][t]);
+    for (int t = 0; t < T; ++t) {
+      out[r * out_stride + t] = kRepacked ? serial[r][t] : ReduceLanes8(acc0[r][t], acc1[r][t]);
+    }
   }
 }
 
@@ -176,10 +207,24 @@ RINGLM_NEON_DOT_TARGET void KernelNeonDot(const uint8_t* w, size_t row_bytes, co
 constexpr int kRows = 2;
 constexpr int kPairs = 2;
 
+template <int R, int T>
+constexpr QGemmKernel Kernel(QGemmKind kind) {
+  switch (kind) {
+    case QGemmKind::kQ8_0:
+      return &KernelNeonDot<R, T, QGemmKind::kQ8_0>;
+    case QGemmKind::kQ4_0:
+      return &KernelNeonDot<R, T, QGemmKind::kQ4_0>;
+    case QGemmKind::kQ4_0Repacked:
+      return &KernelNeonDot<R, T, QGemmKind::kQ4_0Repacked>;
+  }
+  return nullptr;
+}
+
 template <int R, int P>
 constexpr void Fill(QGemmKernels& k) {
-  k.kernel[0][R - 1][P - 1] = &KernelNeonDot<R, 2 * P, false>;
-  k.kernel[1][R - 1][P - 1] = &KernelNeonDot<R, 2 * P, true>;
+  for (QGemmKind kind : {QGemmKind::kQ8_0, QGemmKind::kQ4_0, QGemmKind::kQ4_0Repacked}) {
+    k.kernel[static_cast<int>(kind)][R - 1][P - 1] = Kernel<R, 2 * P>(kind);
+  }
   if constexpr (P > 1) {
     Fill<R, P - 1>(k);
   } else if constexpr (R > 1) {
@@ -189,16 +234,16 @@ constexpr void Fill(QGemmKernels& k) {
 
 template <int RP>
 constexpr void FillOneToken(QGemmKernels& k) {
-  k.one_token[0][RP - 1] = &KernelNeonDot<2 * RP, 1, false>;
-  k.one_token[1][RP - 1] = &KernelNeonDot<2 * RP, 1, true>;
+  for (QGemmKind kind : {QGemmKind::kQ8_0, QGemmKind::kQ4_0, QGemmKind::kQ4_0Repacked}) {
+    k.one_token[static_cast<int>(kind)][RP - 1] = Kernel<2 * RP, 1>(kind);
+  }
   if constexpr (RP > 1) FillOneToken<RP - 1>(k);
 }
 
 QGemmKernels MakeNeonDotTable() {
   static_assert(kRows <= kQGemmMaxRows && kPairs <= kQGemmMaxPairs);
   QGemmKernels k;
-  k.rows = kRows;
-  k.pairs = kPairs;
+  for (QGemmKernels::Tile& tile : k.tile) tile = {kRows, kPairs};
   k.x_offset128 = false;
   Fill<kRows, kPairs>(k);
   FillOneToken<kQGemmMaxRowPairs>(k);

@@ -10,6 +10,9 @@
 // That order depends on K alone: not on the number of tokens, the position of
 // the output in a tile, or the thread count (there is no split-K). So every
 // output equals DotRowReference bit for bit, however it is batched.
+// Q4_0 matrices in DotOrder::kRepacked (matmul.h) sum each block's 8 lane
+// sums into one integer instead (exact) and FMA it, scaled by d_w * d_x, into
+// one float per output, block after block: no reduction at the end.
 //
 // Micro-kernels (qgemm_x86.cc, qgemm_arm.cc) compute R weight rows x 2P
 // tokens. Integer lane sums come from `vpdpbusd` (AVX512-VNNI) or
@@ -51,24 +54,33 @@ enum class QGemmTarget {
 
 const char* QGemmTargetName(QGemmTarget target);
 
+// What a kernel computes: Q8_0 or Q4_0 weights in ggml's vec_dot lanes, or
+// Q4_0 in its repacked order. Indexes the kernel tables.
+enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked };
+inline constexpr int kQGemmKinds = 3;
+
 // out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
 // w: R rows of row_bytes (Q8_0 or Q4_0 blocks); x: P packed pairs,
 // pair_stride bytes apart (64-byte aligned); nb: blocks per row.
 using QGemmKernel = void (*)(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                              size_t pair_stride, int64_t nb, float* out, int out_stride);
 
-// A target's micro-kernels: kernel[q4][r - 1][p - 1] for r <= rows, p <= pairs.
-// Optionally one_token[q4][rp - 1]: 2 * rp rows x token 0 of one packed
-// pair (out[i * out_stride], i < 2 * rp), for single-token calls (decode).
+// A target's micro-kernels: kernel[kind][r - 1][p - 1] for r <= rows, p <=
+// pairs (kind: a QGemmKind as int). Optionally one_token[kind][rp - 1]: 2 * rp
+// rows x token 0 of one packed pair (out[i * out_stride], i < 2 * rp), for
+// single-token calls (decode).
 inline constexpr int kQGemmMaxRows = 4;
 inline constexpr int kQGemmMaxPairs = 4;
 inline constexpr int kQGemmMaxRowPairs = 4;
 struct QGemmKernels {
-  int rows = 0;              // R of the full tile
-  int pairs = 0;             // P of the full tile (2P tokens)
+  struct Tile {
+    int rows = 0;   // R of the full tile
+    int pairs = 0;  // P of the full tile (2P tokens)
+  };
+  Tile tile[kQGemmKinds];    // per kind
   bool x_offset128 = false;  // Q8_0 activations stored as qs + 128
-  QGemmKernel kernel[2][kQGemmMaxRows][kQGemmMaxPairs] = {};
-  QGemmKernel one_token[2][kQGemmMaxRowPairs] = {};  // null: use kernel[][][0]
+  QGemmKernel kernel[kQGemmKinds][kQGemmMaxRows][kQGemmMaxPairs] = {};
+  QGemmKernel one_token[kQGemmKinds][kQGemmMaxRowPairs] = {};  // null: use kernel[][][0]
 };
 
 // The kernels of `target` (nullptr for kNone or when not compiled for this
@@ -94,10 +106,10 @@ void SetQGemmTargetCap(QGemmTarget cap);
 int AvailableQGemmTargets(QGemmTarget out[3]);
 
 // y[t * rows + r] = dot(W row r, x row t) with the numerics above, using
-// `target`'s kernels. Preconditions: type is kQ8_0 or kQ4_0; cols % 32 == 0;
-// rows, n_tokens > 0; GetQGemmKernels(target) != nullptr and CpuSupports(target).
+// `target`'s kernels for `kind`. Preconditions: cols % 32 == 0; rows,
+// n_tokens > 0; GetQGemmKernels(target) != nullptr and CpuSupports(target).
 // Splits row groups over `pool` (nullptr: the caller). Hot.
-void QGemm(QGemmTarget target, TensorType type, const void* w, int64_t rows, int64_t cols,
+void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int64_t cols,
            const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
 
 }  // namespace ringlm

@@ -18,9 +18,22 @@
 namespace ringlm {
 namespace {
 
-constexpr TensorType kQTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0};
+constexpr QGemmKind kKinds[] = {QGemmKind::kQ8_0, QGemmKind::kQ4_0, QGemmKind::kQ4_0Repacked};
+
+const char* KindName(QGemmKind kind) {
+  switch (kind) {
+    case QGemmKind::kQ8_0:
+      return "q8_0";
+    case QGemmKind::kQ4_0:
+      return "q4_0";
+    case QGemmKind::kQ4_0Repacked:
+      return "q4_0 repacked";
+  }
+  return "?";
+}
 
 struct Problem {
+  QGemmKind kind;
   TensorType type;
   int64_t rows, cols, n_tokens;
   std::vector<uint8_t> w;
@@ -31,9 +44,10 @@ struct Problem {
 
 // Random weights and activations with varied magnitudes (some rows and
 // tokens tiny, some huge, some exactly zero), and the reference outputs.
-Problem MakeProblem(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens,
+Problem MakeProblem(QGemmKind kind, int64_t rows, int64_t cols, int64_t n_tokens,
                     std::mt19937& rng) {
-  Problem p{type, rows, cols, n_tokens, {}, {}, {}};
+  const TensorType type = kind == QGemmKind::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ4_0;
+  Problem p{kind, type, rows, cols, n_tokens, {}, {}, {}};
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_scale(-6.0f, 6.0f);
   std::vector<float> wf(cols);
@@ -54,31 +68,36 @@ Problem MakeProblem(TensorType type, int64_t rows, int64_t cols, int64_t n_token
   p.ref.resize(n_tokens * rows);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      p.ref[t * rows + r] =
-          DotRowReference(type, p.w.data() + r * p.row_bytes(), p.x.data() + t * cols, cols);
+      p.ref[t * rows + r] = DotRowReference(
+          type, p.w.data() + r * p.row_bytes(), p.x.data() + t * cols, cols,
+          kind == QGemmKind::kQ4_0Repacked ? DotOrder::kRepacked : DotOrder::kVecDot);
     }
   }
   return p;
 }
 
 // Runs tokens [t0, t0 + n) of p through QGemm (or MatMul when target is
-// kNone) and checks every output against the reference bits.
+// kNone) and checks every output against the reference bits. MatMul computes
+// Q4_0 repacked for a multiple of 8 rows, else in the lanes: a problem of the
+// other kind tests the kernels alone.
 void ExpectExact(const Problem& p, QGemmTarget target, int64_t t0, int64_t n, ThreadPool* pool,
                  const std::string& what) {
   std::vector<float> y(n * p.rows, NAN);
   const float* x = p.x.data() + t0 * p.cols;
   if (target == QGemmTarget::kNone) {
+    const bool repacked = MatMulDotOrder(p.type, p.rows, p.cols, n) == DotOrder::kRepacked;
+    if (repacked != (p.kind == QGemmKind::kQ4_0Repacked)) return;
     MatMul(p.type, p.w.data(), p.rows, p.cols, x, n, y.data(), pool);
   } else {
-    QGemm(target, p.type, p.w.data(), p.rows, p.cols, x, n, y.data(), pool);
+    QGemm(target, p.kind, p.w.data(), p.rows, p.cols, x, n, y.data(), pool);
   }
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t r = 0; r < p.rows; ++r) {
       ASSERT_EQ(std::bit_cast<uint32_t>(y[t * p.rows + r]),
                 std::bit_cast<uint32_t>(p.ref[(t0 + t) * p.rows + r]))
-          << what << " " << QGemmTargetName(target) << " " << TraitsOf(p.type).name
-          << " rows=" << p.rows << " cols=" << p.cols << " t0=" << t0 << " n=" << n << " t=" << t
-          << " r=" << r << " got " << y[t * p.rows + r] << " want " << p.ref[(t0 + t) * p.rows + r];
+          << what << " " << QGemmTargetName(target) << " " << KindName(p.kind) << " rows=" << p.rows
+          << " cols=" << p.cols << " t0=" << t0 << " n=" << n << " t=" << t << " r=" << r << " got "
+          << y[t * p.rows + r] << " want " << p.ref[(t0 + t) * p.rows + r];
     }
   }
 }
@@ -115,11 +134,11 @@ TEST(QGemmTest, EveryBatchSize1To67IsBitIdenticalToReference) {
   std::mt19937 rng(1);
   ThreadPool pool2(2), pool3(3);
   ThreadPool* pools[] = {nullptr, &pool2, &pool3};
-  for (TensorType type : kQTypes) {
+  for (QGemmKind kind : kKinds) {
     // Row counts cover every row tail of the 4- and 2-row tiles and several
     // cache blocks (kRowBlock = 32); cols cover 1 block and a long row.
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 96}, {7, 32}, {70, 1024}}) {
-      const Problem p = MakeProblem(type, rows, cols, 67 + 7, rng);
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{40, 96}, {7, 32}, {70, 1024}}) {
+      const Problem p = MakeProblem(kind, rows, cols, 67 + 7, rng);
       for (QGemmTarget target : Targets()) {
         for (int pi = 0; pi < 3; ++pi) {
           for (int64_t n = 1; n <= 67; ++n) {
@@ -139,8 +158,8 @@ TEST(QGemmTest, RandomChunkingsAreBitIdentical) {
   std::mt19937 rng(2);
   ThreadPool pool2(2), pool3(3);
   ThreadPool* pools[] = {nullptr, &pool2, &pool3};
-  for (TensorType type : kQTypes) {
-    const Problem p = MakeProblem(type, 45, 256, 67, rng);
+  for (QGemmKind kind : kKinds) {
+    const Problem p = MakeProblem(kind, kind == QGemmKind::kQ4_0 ? 45 : 48, 256, 67, rng);
     for (QGemmTarget target : Targets()) {
       for (int trial = 0; trial < 12; ++trial) {
         std::uniform_int_distribution<int64_t> len(1, trial < 6 ? 9 : 40);
@@ -161,8 +180,8 @@ TEST(QGemmTest, RandomChunkingsAreBitIdentical) {
 TEST(QGemmTest, MatMulOnEveryHighwayTargetIsBitIdentical) {
   std::mt19937 rng(3);
   ThreadPool pool2(2);
-  for (TensorType type : kQTypes) {
-    const Problem p = MakeProblem(type, 19, 160, 67, rng);
+  for (QGemmKind kind : kKinds) {
+    const Problem p = MakeProblem(kind, kind == QGemmKind::kQ4_0 ? 19 : 24, 160, 67, rng);
     for (int64_t hwy_target : hwy::SupportedAndGeneratedTargets()) {
       hwy::SetSupportedTargetsForTest(hwy_target);
       if (hwy_target == HWY_AVX2 && CpuSupports(QGemmTarget::kAvx2)) {
@@ -190,7 +209,7 @@ TEST(QGemmTest, MatMulOnEveryHighwayTargetIsBitIdentical) {
 // integer paths would overflow or saturate if they were not exact.
 TEST(QGemmTest, ExtremeOperandsAreExact) {
   const int64_t rows = 6, cols = 64, n_tokens = 5;
-  Problem p{TensorType::kQ8_0, rows, cols, n_tokens, {}, {}, {}};
+  Problem p{QGemmKind::kQ8_0, TensorType::kQ8_0, rows, cols, n_tokens, {}, {}, {}};
   p.w.resize(p.row_bytes() * rows);
   for (int64_t r = 0; r < rows; ++r) {
     auto* blocks = reinterpret_cast<BlockQ8_0*>(p.w.data() + r * p.row_bytes());

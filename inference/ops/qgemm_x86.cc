@@ -16,6 +16,8 @@
 //   - AVX2 Q4_0: vpmaddubsw(nibble, x) (pairs <= 2 * 15 * 128) - 8 * sum x.
 // The float part is the reference's: scale = d_w * d_x rounded to f32, then
 // one fused multiply-add per lane and block.
+// The repacked Q4_0 order (qgemm_internal.h) sums each output's 8 lanes of a
+// block as integers, then FMAs once.
 // Hot: this is the inner loop of every Q8_0/Q4_0 MatMul.
 #include "inference/ops/qgemm_internal.h"
 
@@ -247,17 +249,119 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
 }
 
 // ---------------------------------------------------------------------------
+// AVX2, Q4_0 in the repacked order: each output's block sum is one integer,
+// so the 8 lane sums of 8 outputs are reduced together into one ymm, lane i
+// = output i, and FMA'd with their 8 scales. Output n of the tile is (row
+// n / T, token n % T).
+
+// v[i] = the sum of s[i]'s 8 lanes (exact: integers).
+RINGLM_AVX2_TARGET inline __m256i SumEachOf8(const __m256i s[8]) {
+  // Per 128-bit half: ab = [s0, s1, s2, s3 summed over their 4 lanes there],
+  // cd the same for s4..s7.
+  const __m256i ab =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+  const __m256i cd =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20),
+                          _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
+template <int R, int T>
+RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                           size_t pair_stride, int64_t nb, float* out,
+                                           int out_stride) {
+  constexpr int kOutputs = R * T;
+  constexpr int kGroups = (kOutputs + 7) / 8;
+  __m256 acc[kGroups];
+  for (int g = 0; g < kGroups; ++g) acc[g] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i k8 = _mm256_set1_epi8(8);
+  const __m256i k0f = _mm256_set1_epi8(0x0F);
+  const __m256i nibble_shift = _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i xv[T];
+    __m256i xsum8[T];  // 8 * sum of 4 activations, per lane
+    float dx[T];
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);
+      xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb));
+      xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
+      dx[t] = *reinterpret_cast<const float*>(xb + 64);
+    }
+    PrefetchRowsAhead<R, true>(w, row_bytes, b);
+    __m256i wv[R];
+    float dw[R];
+    for (int r = 0; r < R; ++r) {
+      const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(w + r * row_bytes) + b;
+      uint16_t d16;
+      std::memcpy(&d16, &blk->d, sizeof(d16));
+      dw[r] = _cvtsh_ss(d16);
+      const __m256i q =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+      wv[r] = _mm256_and_si256(_mm256_srlv_epi32(q, nibble_shift), k0f);
+    }
+    for (int g = 0; g < kGroups; ++g) {
+      __m256i sums[8];
+      alignas(32) float scale[8];
+      for (int i = 0; i < 8; ++i) {
+        const int n = 8 * g + i;
+        if (n < kOutputs) {
+          const int r = n / T;
+          const int t = n % T;
+          sums[i] = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv[t]), ones),
+                                     xsum8[t]);
+          scale[i] = dw[r] * dx[t];
+        } else {
+          sums[i] = _mm256_setzero_si256();
+          scale[i] = 0.0f;
+        }
+      }
+      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8(sums)), _mm256_load_ps(scale), acc[g]);
+    }
+  }
+  alignas(32) float lanes[8 * kGroups];
+  for (int g = 0; g < kGroups; ++g) _mm256_store_ps(lanes + 8 * g, acc[g]);
+  for (int n = 0; n < kOutputs; ++n) out[(n / T) * out_stride + n % T] = lanes[n];
+}
+
+// ---------------------------------------------------------------------------
 // Kernel tables: every R <= rows, P <= pairs, for the tails.
+
+constexpr int kQ8 = static_cast<int>(QGemmKind::kQ8_0);
+constexpr int kQ4 = static_cast<int>(QGemmKind::kQ4_0);
+constexpr int kQ4Repacked = static_cast<int>(QGemmKind::kQ4_0Repacked);
 
 template <template <int, int, bool> class Make, int R, int P>
 constexpr void Fill(QGemmKernels& k) {
-  k.kernel[0][R - 1][P - 1] = Make<R, P, false>::kFn;
-  k.kernel[1][R - 1][P - 1] = Make<R, P, true>::kFn;
+  k.kernel[kQ8][R - 1][P - 1] = Make<R, P, false>::kFn;
+  k.kernel[kQ4][R - 1][P - 1] = Make<R, P, true>::kFn;
   if constexpr (P > 1) {
     Fill<Make, R, P - 1>(k);
   } else if constexpr (R > 1) {
     Fill<Make, R - 1, kQGemmMaxPairs>(k);
   }
+}
+
+// The repacked Q4_0 kernels, on both targets: AVX2's 2 rows x 4 tokens and
+// 8 rows x 1 token (the AVX-512 tile, 4 x 8, would need more than 16 ymm).
+template <int R, int P>
+constexpr void FillRepacked(QGemmKernels& k) {
+  k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelAvx2Repacked<R, 2 * P>;
+  if constexpr (P > 1) {
+    FillRepacked<R, P - 1>(k);
+  } else if constexpr (R > 1) {
+    FillRepacked<R - 1, 2>(k);
+  }
+}
+template <int RP>
+constexpr void FillRepackedOneToken(QGemmKernels& k) {
+  k.one_token[kQ4Repacked][RP - 1] = &KernelAvx2Repacked<2 * RP, 1>;
+  if constexpr (RP > 1) FillRepackedOneToken<RP - 1>(k);
+}
+constexpr void AddRepacked(QGemmKernels& k) {
+  k.tile[kQ4Repacked] = {2, 2};
+  FillRepacked<2, 2>(k);
+  FillRepackedOneToken<kQGemmMaxRowPairs>(k);
 }
 
 template <int R, int P, bool kQ4>
@@ -274,34 +378,34 @@ struct MakeAvx2 {
 // (of 16), and 8 rows x 1 token.
 template <int RP>
 constexpr void FillOneToken(QGemmKernels& k) {
-  k.one_token[0][RP - 1] = &KernelVnniOneToken<RP, false>;
-  k.one_token[1][RP - 1] = &KernelVnniOneToken<RP, true>;
+  k.one_token[kQ8][RP - 1] = &KernelVnniOneToken<RP, false>;
+  k.one_token[kQ4][RP - 1] = &KernelVnniOneToken<RP, true>;
   if constexpr (RP > 1) FillOneToken<RP - 1>(k);
 }
 
 QGemmKernels MakeVnniTable() {
   QGemmKernels k;
-  k.rows = 4;
-  k.pairs = 4;
+  k.tile[kQ8] = k.tile[kQ4] = {4, 4};
   k.x_offset128 = true;
   Fill<MakeVnni, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneToken<kQGemmMaxRowPairs>(k);
+  AddRepacked(k);
   return k;
 }
 template <int RP>
 constexpr void FillOneTokenAvx2(QGemmKernels& k) {
-  k.one_token[0][RP - 1] = &KernelAvx2<2 * RP, 1, false>;
-  k.one_token[1][RP - 1] = &KernelAvx2<2 * RP, 1, true>;
+  k.one_token[kQ8][RP - 1] = &KernelAvx2<2 * RP, 1, false>;
+  k.one_token[kQ4][RP - 1] = &KernelAvx2<2 * RP, 1, true>;
   if constexpr (RP > 1) FillOneTokenAvx2<RP - 1>(k);
 }
 
 QGemmKernels MakeAvx2Table() {
   QGemmKernels k;
-  k.rows = 2;
-  k.pairs = 2;
+  k.tile[kQ8] = k.tile[kQ4] = {2, 2};
   k.x_offset128 = false;
   Fill<MakeAvx2, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneTokenAvx2<kQGemmMaxRowPairs>(k);
+  AddRepacked(k);
   return k;
 }
 
