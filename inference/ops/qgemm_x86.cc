@@ -302,26 +302,169 @@ RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, c
     }
     for (int g = 0; g < kGroups; ++g) {
       __m256i sums[8];
-      alignas(32) float scale[8];
       for (int i = 0; i < 8; ++i) {
         const int n = 8 * g + i;
-        if (n < kOutputs) {
-          const int r = n / T;
-          const int t = n % T;
-          sums[i] = _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv[t]), ones),
-                                     xsum8[t]);
-          scale[i] = dw[r] * dx[t];
-        } else {
-          sums[i] = _mm256_setzero_si256();
-          scale[i] = 0.0f;
-        }
+        sums[i] = n < kOutputs
+                      ? _mm256_sub_epi32(
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(wv[n / T], xv[n % T]), ones),
+                            xsum8[n % T])
+                      : _mm256_setzero_si256();
       }
-      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8(sums)), _mm256_load_ps(scale), acc[g]);
+      __m256 scale;
+      if constexpr (R == 8 && T == 1) {  // decode: lane i is row i
+        scale =
+            _mm256_mul_ps(_mm256_setr_ps(dw[0], dw[1], dw[2], dw[3], dw[4], dw[5], dw[6], dw[7]),
+                          _mm256_set1_ps(dx[0]));
+      } else if constexpr (R == 2 && T == 4) {  // the prompt tile
+        scale =
+            _mm256_mul_ps(_mm256_setr_ps(dw[0], dw[0], dw[0], dw[0], dw[1], dw[1], dw[1], dw[1]),
+                          _mm256_setr_ps(dx[0], dx[1], dx[2], dx[3], dx[0], dx[1], dx[2], dx[3]));
+      } else {
+        alignas(32) float lanes[8] = {};
+        for (int i = 0; i < 8 && 8 * g + i < kOutputs; ++i) {
+          lanes[i] = dw[(8 * g + i) / T] * dx[(8 * g + i) % T];
+        }
+        scale = _mm256_load_ps(lanes);
+      }
+      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8(sums)), scale, acc[g]);
     }
   }
   alignas(32) float lanes[8 * kGroups];
   for (int g = 0; g < kGroups; ++g) _mm256_store_ps(lanes + 8 * g, acc[g]);
   for (int n = 0; n < kOutputs; ++n) out[(n / T) * out_stride + n % T] = lanes[n];
+}
+
+// AVX512-VNNI, Q4_0 in the repacked order: the layouts of KernelVnni and
+// KernelVnniOneToken (one zmm = two outputs' 8 lanes: output 2i in zmm i's
+// low half, 2i + 1 in its high half); each 4 zmm are reduced to one ymm of 8
+// outputs' totals and FMA'd with those outputs' scales.
+
+// Lane l of SumEachOf8Halves holds output kHalfOf[l].
+constexpr int kHalfOf[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+// The totals of the 8 outputs of z[0..3], in the order kHalfOf: unpacks and
+// adds within 128-bit chunks, then across them (exact integers).
+RINGLM_VNNI_TARGET inline __m256i SumEachOf8Halves(const __m512i z[4]) {
+  // t0 chunk c: lanes (0 + 2, 1 + 3) of z0's and z1's 4 lanes there.
+  const __m512i t0 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+  const __m512i t1 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+  // u chunk c: z0..z3's sums of their 4 lanes in chunk c.
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+  // Chunks 0 + 1 (low halves) and 2 + 3 (high halves).
+  const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castsi512_si256(_mm512_shuffle_i32x4(v, v, _MM_SHUFFLE(0, 0, 2, 0)));
+}
+
+// R rows x 2P tokens. zmm (r, p) holds tokens 2p and 2p + 1 of row r: output
+// n = 2 * (r * P + p) + h is (row r, token 2p + h).
+template <int R, int P>
+RINGLM_VNNI_TARGET void KernelVnniRepacked(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                           size_t pair_stride, int64_t nb, float* out,
+                                           int out_stride) {
+  constexpr int kZmm = R * P;
+  constexpr int kGroups = (kZmm + 3) / 4;
+  __m256 acc[kGroups];
+  for (int g = 0; g < kGroups; ++g) acc[g] = _mm256_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i xv[P];
+    __m512i xcorr[P];  // -8 * sum of 4 activations, per lane
+    float dx[2 * P];
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* xb = x + p * pair_stride + b * kQGemmRecordBytes;
+      xv[p] = _mm512_load_si512(xb);
+      xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv[p]));
+      dx[2 * p] = *reinterpret_cast<const float*>(xb + 64);
+      dx[2 * p + 1] = *reinterpret_cast<const float*>(xb + 96);
+    }
+    PrefetchRowsAhead<R, true>(w, row_bytes, b);
+    __m512i sums[kGroups * 4];
+    float dw[R];
+    for (int r = 0; r < R; ++r) {
+      const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(w + r * row_bytes) + b;
+      uint16_t d16;
+      std::memcpy(&d16, &blk->d, sizeof(d16));
+      dw[r] = _cvtsh_ss(d16);
+      const __m512i v =
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+      const __m512i wv =
+          _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+      for (int p = 0; p < P; ++p) sums[r * P + p] = _mm512_dpbusd_epi32(xcorr[p], wv, xv[p]);
+    }
+    for (int n = kZmm; n < kGroups * 4; ++n) sums[n] = zero;
+    for (int g = 0; g < kGroups; ++g) {
+      __m256 scale;
+      if constexpr (P == 4) {  // group g: row g's 8 tokens, in the order kHalfOf
+        scale = _mm256_mul_ps(_mm256_set1_ps(dw[g]), _mm256_setr_ps(dx[0], dx[2], dx[4], dx[6],
+                                                                    dx[1], dx[3], dx[5], dx[7]));
+      } else {
+        alignas(32) float lanes[8] = {};
+        for (int l = 0; l < 8; ++l) {
+          const int n = 8 * g + kHalfOf[l];
+          if (n < 2 * kZmm) lanes[l] = dw[n / (2 * P)] * dx[n % (2 * P)];
+        }
+        scale = _mm256_load_ps(lanes);
+      }
+      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8Halves(sums + 4 * g)), scale, acc[g]);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[g]);
+    for (int l = 0; l < 8; ++l) {
+      const int n = 8 * g + kHalfOf[l];
+      if (n < 2 * kZmm) out[(n / (2 * P)) * out_stride + n % (2 * P)] = lanes[l];
+    }
+  }
+}
+
+// One token (decode), 2 * RP rows: zmm j holds rows 2j and 2j + 1, so output
+// i is row i.
+template <int RP>
+RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_bytes,
+                                                   const uint8_t* x, size_t /*pair_stride*/,
+                                                   int64_t nb, float* out, int out_stride) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* xb = x + b * kQGemmRecordBytes;
+    const __m512i xv =
+        _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(xb)));
+    const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
+    const __m512i xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
+    // The next tile of 2 * RP rows follows this one.
+    PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
+    __m512i sums[4];
+    alignas(16) uint16_t d16[8] = {};  // in the order kHalfOf
+    for (int j = 0; j < RP; ++j) {
+      const uint8_t* blk0 = w + (2 * j) * row_bytes + b * kBlockBytes;
+      const uint8_t* blk1 = blk0 + row_bytes;
+      std::memcpy(&d16[j], blk0, sizeof(uint16_t));
+      std::memcpy(&d16[4 + j], blk1, sizeof(uint16_t));
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2));
+      const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2));
+      const __m512i v =
+          _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
+      const __m512i wv =
+          _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+      sums[j] = _mm512_dpbusd_epi32(xcorr, wv, xv);
+    }
+    for (int j = RP; j < 4; ++j) sums[j] = zero;
+    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8Halves(sums)), _mm256_mul_ps(dw, dx), acc);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  for (int l = 0; l < 8; ++l) {
+    if (kHalfOf[l] < 2 * RP) out[kHalfOf[l] * out_stride] = lanes[l];
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -342,26 +485,29 @@ constexpr void Fill(QGemmKernels& k) {
   }
 }
 
-// The repacked Q4_0 kernels, on both targets: AVX2's 2 rows x 4 tokens and
-// 8 rows x 1 token (the AVX-512 tile, 4 x 8, would need more than 16 ymm).
-template <int R, int P>
+// The repacked Q4_0 kernels: AVX2's 2 rows x 4 tokens and 8 rows x 1 token,
+// AVX-512's 4 x 8 and 8 x 1.
+template <bool kVnni, int R, int P>
 constexpr void FillRepacked(QGemmKernels& k) {
-  k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelAvx2Repacked<R, 2 * P>;
+  if constexpr (kVnni) {
+    k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelVnniRepacked<R, P>;
+  } else {
+    k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelAvx2Repacked<R, 2 * P>;
+  }
   if constexpr (P > 1) {
-    FillRepacked<R, P - 1>(k);
+    FillRepacked<kVnni, R, P - 1>(k);
   } else if constexpr (R > 1) {
-    FillRepacked<R - 1, 2>(k);
+    FillRepacked<kVnni, R - 1, kVnni ? 4 : 2>(k);
   }
 }
-template <int RP>
+template <bool kVnni, int RP>
 constexpr void FillRepackedOneToken(QGemmKernels& k) {
-  k.one_token[kQ4Repacked][RP - 1] = &KernelAvx2Repacked<2 * RP, 1>;
-  if constexpr (RP > 1) FillRepackedOneToken<RP - 1>(k);
-}
-constexpr void AddRepacked(QGemmKernels& k) {
-  k.tile[kQ4Repacked] = {2, 2};
-  FillRepacked<2, 2>(k);
-  FillRepackedOneToken<kQGemmMaxRowPairs>(k);
+  if constexpr (kVnni) {
+    k.one_token[kQ4Repacked][RP - 1] = &KernelVnniRepackedOneToken<RP>;
+  } else {
+    k.one_token[kQ4Repacked][RP - 1] = &KernelAvx2Repacked<2 * RP, 1>;
+  }
+  if constexpr (RP > 1) FillRepackedOneToken<kVnni, RP - 1>(k);
 }
 
 template <int R, int P, bool kQ4>
@@ -389,7 +535,9 @@ QGemmKernels MakeVnniTable() {
   k.x_offset128 = true;
   Fill<MakeVnni, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneToken<kQGemmMaxRowPairs>(k);
-  AddRepacked(k);
+  k.tile[kQ4Repacked] = {4, 4};
+  FillRepacked<true, 4, 4>(k);
+  FillRepackedOneToken<true, kQGemmMaxRowPairs>(k);
   return k;
 }
 template <int RP>
@@ -405,7 +553,9 @@ QGemmKernels MakeAvx2Table() {
   k.x_offset128 = false;
   Fill<MakeAvx2, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneTokenAvx2<kQGemmMaxRowPairs>(k);
-  AddRepacked(k);
+  k.tile[kQ4Repacked] = {2, 2};
+  FillRepacked<false, 2, 2>(k);
+  FillRepackedOneToken<false, kQGemmMaxRowPairs>(k);
   return k;
 }
 
