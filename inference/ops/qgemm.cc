@@ -112,6 +112,11 @@ QGemmTarget ActiveQGemmTarget() {
   return QGemmTarget::kNone;
 }
 
+bool QGemmHasKind(QGemmTarget target, QGemmKind kind) {
+  const QGemmKernels* k = GetQGemmKernels(target);
+  return k != nullptr && k->kernel[static_cast<int>(kind)][0][0] != nullptr;
+}
+
 int AvailableQGemmTargets(QGemmTarget out[3]) {
   int n = 0;
   // At most two of these have kernels in one build (x86: the first two).
@@ -127,8 +132,10 @@ void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int6
   const QGemmKernels& k = *GetQGemmKernels(target);
   const int ki = static_cast<int>(kind);
   const int64_t nb = cols / kQ8_0BlockSize;
-  const size_t row_bytes =
-      RowBytes(kind == QGemmKind::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ4_0, cols);
+  const TensorType type = kind == QGemmKind::kQ8_0   ? TensorType::kQ8_0
+                          : kind == QGemmKind::kQ5_0 ? TensorType::kQ5_0
+                                                     : TensorType::kQ4_0;
+  const size_t row_bytes = RowBytes(type, cols);
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_pairs = (n_tokens + 1) / 2;
   const bool offset128 = k.x_offset128 && kind == QGemmKind::kQ8_0;

@@ -216,6 +216,8 @@ constexpr QGemmKernel Kernel(QGemmKind kind) {
       return &KernelNeonDot<R, T, QGemmKind::kQ4_0>;
     case QGemmKind::kQ4_0Repacked:
       return &KernelNeonDot<R, T, QGemmKind::kQ4_0Repacked>;
+    case QGemmKind::kQ5_0:  // none yet: MatMul keeps its per-dot kernels
+      return nullptr;
   }
   return nullptr;
 }

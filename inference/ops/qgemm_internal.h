@@ -1,8 +1,8 @@
 // Batch-invariant quantized GEMM for Q8_0 and Q4_0 weights (internal to
 // inference/ops; MatMul calls it). Not for use outside inference/ops.
 //
-// Numerics: exactly those of matmul.h for Q8_0/Q4_0, i.e. of DotQ8_0 /
-// DotQ4_0 in matmul.cc. Activations are quantized once per token row by
+// Numerics: exactly those of matmul.h for Q8_0/Q4_0/Q5_0, i.e. of DotQ8_0 /
+// DotQ4_0 / DotQ5_0 in matmul.cc. Activations are quantized once per token row by
 // QuantizeRowQ8_0Activations. For one output (weight row r, token t), block b
 // gives 8 exact int32 lane sums (lane l = products 4l..4l+3 of the block),
 // which are FMA-accumulated as acc[l] = fma(d_w * d_x, float(sum_l), acc[l])
@@ -54,10 +54,10 @@ enum class QGemmTarget {
 
 const char* QGemmTargetName(QGemmTarget target);
 
-// What a kernel computes: Q8_0 or Q4_0 weights in ggml's vec_dot lanes, or
-// Q4_0 in its repacked order. Indexes the kernel tables.
-enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked };
-inline constexpr int kQGemmKinds = 3;
+// What a kernel computes: Q8_0, Q4_0 or Q5_0 weights in ggml's vec_dot
+// lanes, or Q4_0 in its repacked order. Indexes the kernel tables.
+enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0 };
+inline constexpr int kQGemmKinds = 4;
 
 // out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
 // w: R rows of row_bytes (Q8_0 or Q4_0 blocks); x: P packed pairs,
@@ -88,6 +88,8 @@ struct QGemmKernels {
 // CpuSupports's business.
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
+// Whether `target` has kernels for `kind` (Q5_0 has none on ARM).
+bool QGemmHasKind(QGemmTarget target, QGemmKind kind);
 
 // The target MatMul uses now: the best one this CPU supports, capped by the
 // Highway target dispatch runs (so hwy::SetSupportedTargetsForTest forces it
@@ -107,7 +109,7 @@ int AvailableQGemmTargets(QGemmTarget out[3]);
 
 // y[t * rows + r] = dot(W row r, x row t) with the numerics above, using
 // `target`'s kernels for `kind`. Preconditions: cols % 32 == 0; rows,
-// n_tokens > 0; GetQGemmKernels(target) != nullptr and CpuSupports(target).
+// n_tokens > 0; QGemmHasKind(target, kind) and CpuSupports(target).
 // Splits row groups over `pool` (nullptr: the caller). Hot.
 void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int64_t cols,
            const float* x, int64_t n_tokens, float* y, ThreadPool* pool);

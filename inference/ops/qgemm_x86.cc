@@ -14,6 +14,8 @@
 //     is at most 2 * 128 * 127 < 32767, so it never saturates; needs x in
 //     [-127, 127], which QuantizeRowQ8_0Activations guarantees.
 //   - AVX2 Q4_0: vpmaddubsw(nibble, x) (pairs <= 2 * 15 * 128) - 8 * sum x.
+//   - Q5_0: as Q4_0 with the fifth bit above the nibble (values 0..31) and
+//     16 * sum x (pairs <= 2 * 31 * 128).
 // The float part is the reference's: scale = d_w * d_x rounded to f32, then
 // one fused multiply-add per lane and block.
 // The repacked Q4_0 order (qgemm_internal.h) sums each output's 8 lanes of a
@@ -42,10 +44,33 @@ namespace {
 // Block b of the R rows kPrefetchAheadRows further on, as a tile walks block
 // b of its own rows: a small batch (decode, a few streams) reads each row
 // once, from memory.
-template <int R, bool kQ4>
+constexpr size_t BlockBytes(QGemmKind kind) {
+  return kind == QGemmKind::kQ8_0   ? sizeof(BlockQ8_0)
+         : kind == QGemmKind::kQ5_0 ? sizeof(BlockQ5_0)
+                                    : sizeof(BlockQ4_0);
+}
+
+template <int R, QGemmKind K>
 inline void PrefetchRowsAhead(const uint8_t* w, size_t row_bytes, int64_t b) {
-  constexpr size_t kStep = R * (kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+  constexpr size_t kStep = R * BlockBytes(K);
   PrefetchAhead<kStep>(w + kPrefetchAheadRows * row_bytes + b * kStep);
+}
+
+// Q4_0/Q5_0 block b of a row: its f16 scale, its 16 bytes of nibbles and
+// (Q5_0) its 32 fifth bits.
+template <QGemmKind K>
+inline const uint8_t* NibbleBlock(const uint8_t* row, int64_t b, uint16_t* d16, uint32_t* qh) {
+  if constexpr (K == QGemmKind::kQ5_0) {
+    const BlockQ5_0* blk = reinterpret_cast<const BlockQ5_0*>(row) + b;
+    std::memcpy(d16, &blk->d, sizeof(*d16));
+    std::memcpy(qh, blk->qh, sizeof(*qh));
+    return blk->qs;
+  } else {
+    const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(row) + b;
+    std::memcpy(d16, &blk->d, sizeof(*d16));
+    *qh = 0;
+    return blk->qs;
+  }
 }
 
 #define RINGLM_VNNI_TARGET \
@@ -54,40 +79,50 @@ inline void PrefetchRowsAhead(const uint8_t* w, size_t row_bytes, int64_t b) {
 // AVX512-VNNI: one zmm holds the 8 lanes of (row r, token 2p) in its low half
 // and of (row r, token 2p + 1) in its high half.
 
-template <int R, int P, bool kQ4>
+template <int R, int P, QGemmKind K>
 RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                                    size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  constexpr bool kQ4 = K != QGemmKind::kQ8_0;  // nibbles (Q4_0, Q5_0)
+  constexpr bool kQ5 = K == QGemmKind::kQ5_0;
   __m512 acc[R][P];
   for (int r = 0; r < R; ++r) {
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   }
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i k8 = _mm512_set1_epi8(8);
+  // The value offset of the nibble types (8, or 16 with Q5_0's fifth bit).
+  const __m512i koffset = _mm512_set1_epi8(kQ5 ? 16 : 8);
   const __m512i k0f = _mm512_set1_epi8(0x0F);
+  const __m512i k10 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < nb; ++b) {
     __m512i xv[P];
-    __m512i xcorr[P];  // Q4_0: -8 * sum of 4 activations, per lane
+    __m512i xcorr[P];  // Q4_0/Q5_0: -offset * sum of 4 activations, per lane
     const uint8_t* xb[P];
     for (int p = 0; p < P; ++p) {
       xb[p] = x + p * pair_stride + b * kQGemmRecordBytes;
       xv[p] = _mm512_load_si512(xb[p]);
-      if constexpr (kQ4) xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv[p]));
+      if constexpr (kQ4) {
+        xcorr[p] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, koffset, xv[p]));
+      }
     }
-    PrefetchRowsAhead<R, kQ4>(w, row_bytes, b);
+    PrefetchRowsAhead<R, K>(w, row_bytes, b);
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
       __m512i wv;
       __m512i wcorr;  // Q8_0: -128 * sum of 4 weights, per lane
       uint16_t d16;
       if constexpr (kQ4) {
-        const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(wr) + b;
-        std::memcpy(&d16, &blk->d, sizeof(d16));
+        uint32_t qh;
+        const uint8_t* qs = NibbleBlock<K>(wr, b, &d16, &qh);
         // 128-bit lanes 0 and 2: low nibbles (positions 0..15); lanes 1 and
-        // 3: high nibbles (positions 16..31).
+        // 3: high nibbles (positions 16..31). Byte i is position i % 32, so
+        // Q5_0's fifth bits are qh twice over.
         const __m512i v =
-            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
         wv = _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+        if constexpr (kQ5) {
+          wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(qh | (uint64_t{qh} << 32), k10));
+        }
       } else {
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
         std::memcpy(&d16, &blk->d, sizeof(d16));
@@ -121,26 +156,29 @@ RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uin
 // AVX512-VNNI, one token (decode): one zmm holds the 8 lanes of (row 2j,
 // token 0) in its low half and of (row 2j + 1, token 0) in its high half, so
 // no lane is wasted on a padding token. Same numerics as KernelVnni.
-template <int RP, bool kQ4>
+template <int RP, QGemmKind K>
 RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                                            size_t /*pair_stride*/, int64_t nb, float* out,
                                            int out_stride) {
+  constexpr bool kQ4 = K != QGemmKind::kQ8_0;  // nibbles (Q4_0, Q5_0)
+  constexpr bool kQ5 = K == QGemmKind::kQ5_0;
   __m512 acc[RP];
   for (int j = 0; j < RP; ++j) acc[j] = _mm512_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i koffset = _mm512_set1_epi8(kQ5 ? 16 : 8);
   const __m512i k0f = _mm512_set1_epi8(0x0F);
+  const __m512i k10 = _mm512_set1_epi8(0x10);
   // Picks f32 lane 0 into the low half and lane 1 into the high half.
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  constexpr size_t kBlockBytes = kQ4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  constexpr size_t kBlockBytes = BlockBytes(K);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = x + b * kQGemmRecordBytes;
     const __m512i xv =
         _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(xb)));
     const __m512 dx = _mm512_set1_ps(*reinterpret_cast<const float*>(xb + 64));
     __m512i xcorr;
-    if constexpr (kQ4) xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
+    if constexpr (kQ4) xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, koffset, xv));
     // The next tile of 2 * RP rows follows this one.
     PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
     for (int j = 0; j < RP; ++j) {
@@ -153,12 +191,19 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
       const __m512 dw = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
       __m512i sum;
       if constexpr (kQ4) {
-        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2));
-        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2));
+        uint16_t d;
+        uint32_t qh0, qh1;
+        const uint8_t* qs0 = NibbleBlock<K>(w + (2 * j) * row_bytes, b, &d, &qh0);
+        const uint8_t* qs1 = NibbleBlock<K>(w + (2 * j + 1) * row_bytes, b, &d, &qh1);
+        const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs0));
+        const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1));
         const __m512i v =
             _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
-        const __m512i wv =
+        __m512i wv =
             _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+        if constexpr (kQ5) {  // bytes 0-31: row 2j's positions, 32-63: row 2j + 1's
+          wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(qh0 | (uint64_t{qh1} << 32), k10));
+        }
         sum = _mm512_dpbusd_epi32(xcorr, wv, xv);
       } else {
         const __m512i wv = _mm512_inserti64x4(
@@ -182,41 +227,57 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
 // ---------------------------------------------------------------------------
 // AVX2: one ymm holds the 8 lanes of one (row, token).
 
+// Q5_0's fifth bits as bytes: byte i = 0x10 where bit i of qh is set.
+RINGLM_AVX2_TARGET inline __m256i FifthBits(uint32_t qh) {
+  // Byte i takes byte i / 8 of qh, then keeps its bit i % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit),
+                          _mm256_set1_epi8(0x10));
+}
+
 // T tokens (2P for the tile table, 1 for decode).
-template <int R, int T, bool kQ4>
+template <int R, int T, QGemmKind K>
 RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                                    size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  constexpr bool kQ4 = K != QGemmKind::kQ8_0;  // nibbles (Q4_0, Q5_0)
+  constexpr bool kQ5 = K == QGemmKind::kQ5_0;
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i k8 = _mm256_set1_epi8(8);
+  // The value offset of the nibble types (8, or 16 with Q5_0's fifth bit).
+  const __m256i koffset = _mm256_set1_epi8(kQ5 ? 16 : 8);
   const __m256i k0f = _mm256_set1_epi8(0x0F);
   const __m256i nibble_shift = _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[T];
-    __m256i xsum8[T];  // Q4_0: 8 * sum of 4 activations, per lane
+    __m256i xsum8[T];  // Q4_0/Q5_0: offset * sum of 4 activations, per lane
     const uint8_t* xb[T];
     for (int t = 0; t < T; ++t) {
       xb[t] = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);  // qs
       xv[t] = _mm256_load_si256(reinterpret_cast<const __m256i*>(xb[t]));
-      if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
+      if constexpr (kQ4) xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(koffset, xv[t]), ones);
     }
-    PrefetchRowsAhead<R, kQ4>(w, row_bytes, b);
+    PrefetchRowsAhead<R, K>(w, row_bytes, b);
     for (int r = 0; r < R; ++r) {
       const uint8_t* wr = w + r * row_bytes;
       __m256i wv;
       __m256i wabs;
       uint16_t d16;
       if constexpr (kQ4) {
-        const BlockQ4_0* blk = reinterpret_cast<const BlockQ4_0*>(wr) + b;
-        std::memcpy(&d16, &blk->d, sizeof(d16));
+        uint32_t qh;
+        const uint8_t* qs = NibbleBlock<K>(wr, b, &d16, &qh);
         // Both halves hold the 16 bytes; the high half shifts them right by
-        // 4 (32-bit lanes: the bits that cross a byte are masked off).
+        // 4 (32-bit lanes: the bits that cross a byte are masked off). Byte i
+        // is position i.
         const __m256i q =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
         wv = _mm256_and_si256(_mm256_srlv_epi32(q, nibble_shift), k0f);
+        if constexpr (kQ5) wv = _mm256_or_si256(wv, FifthBits(qh));
       } else {
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
         std::memcpy(&d16, &blk->d, sizeof(d16));
@@ -288,7 +349,7 @@ RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, c
       xsum8[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(k8, xv[t]), ones);
       dx[t] = *reinterpret_cast<const float*>(xb + 64);
     }
-    PrefetchRowsAhead<R, true>(w, row_bytes, b);
+    PrefetchRowsAhead<R, QGemmKind::kQ4_0Repacked>(w, row_bytes, b);
     __m256i wv[R];
     float dw[R];
     for (int r = 0; r < R; ++r) {
@@ -381,7 +442,7 @@ RINGLM_VNNI_TARGET void KernelVnniRepacked(const uint8_t* w, size_t row_bytes, c
       dx[2 * p] = *reinterpret_cast<const float*>(xb + 64);
       dx[2 * p + 1] = *reinterpret_cast<const float*>(xb + 96);
     }
-    PrefetchRowsAhead<R, true>(w, row_bytes, b);
+    PrefetchRowsAhead<R, QGemmKind::kQ4_0Repacked>(w, row_bytes, b);
     __m512i sums[kGroups * 4];
     float dw[R];
     for (int r = 0; r < R; ++r) {
@@ -470,14 +531,16 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
 // ---------------------------------------------------------------------------
 // Kernel tables: every R <= rows, P <= pairs, for the tails.
 
-constexpr int kQ8 = static_cast<int>(QGemmKind::kQ8_0);
-constexpr int kQ4 = static_cast<int>(QGemmKind::kQ4_0);
+constexpr int kIndexQ8 = static_cast<int>(QGemmKind::kQ8_0);
+constexpr int kIndexQ4 = static_cast<int>(QGemmKind::kQ4_0);
+constexpr int kIndexQ5 = static_cast<int>(QGemmKind::kQ5_0);
 constexpr int kQ4Repacked = static_cast<int>(QGemmKind::kQ4_0Repacked);
 
-template <template <int, int, bool> class Make, int R, int P>
+template <template <int, int, QGemmKind> class Make, int R, int P>
 constexpr void Fill(QGemmKernels& k) {
-  k.kernel[kQ8][R - 1][P - 1] = Make<R, P, false>::kFn;
-  k.kernel[kQ4][R - 1][P - 1] = Make<R, P, true>::kFn;
+  k.kernel[kIndexQ8][R - 1][P - 1] = Make<R, P, QGemmKind::kQ8_0>::kFn;
+  k.kernel[kIndexQ4][R - 1][P - 1] = Make<R, P, QGemmKind::kQ4_0>::kFn;
+  k.kernel[kIndexQ5][R - 1][P - 1] = Make<R, P, QGemmKind::kQ5_0>::kFn;
   if constexpr (P > 1) {
     Fill<Make, R, P - 1>(k);
   } else if constexpr (R > 1) {
@@ -510,13 +573,13 @@ constexpr void FillRepackedOneToken(QGemmKernels& k) {
   if constexpr (RP > 1) FillRepackedOneToken<kVnni, RP - 1>(k);
 }
 
-template <int R, int P, bool kQ4>
+template <int R, int P, QGemmKind K>
 struct MakeVnni {
-  static constexpr QGemmKernel kFn = &KernelVnni<R, P, kQ4>;
+  static constexpr QGemmKernel kFn = &KernelVnni<R, P, K>;
 };
-template <int R, int P, bool kQ4>
+template <int R, int P, QGemmKind K>
 struct MakeAvx2 {
-  static constexpr QGemmKernel kFn = &KernelAvx2<R, 2 * P, kQ4>;
+  static constexpr QGemmKernel kFn = &KernelAvx2<R, 2 * P, K>;
 };
 
 // Tile sizes. VNNI: 4 rows x 8 tokens = 16 zmm accumulators (of 32), and 8
@@ -524,14 +587,15 @@ struct MakeAvx2 {
 // (of 16), and 8 rows x 1 token.
 template <int RP>
 constexpr void FillOneToken(QGemmKernels& k) {
-  k.one_token[kQ8][RP - 1] = &KernelVnniOneToken<RP, false>;
-  k.one_token[kQ4][RP - 1] = &KernelVnniOneToken<RP, true>;
+  k.one_token[kIndexQ8][RP - 1] = &KernelVnniOneToken<RP, QGemmKind::kQ8_0>;
+  k.one_token[kIndexQ4][RP - 1] = &KernelVnniOneToken<RP, QGemmKind::kQ4_0>;
+  k.one_token[kIndexQ5][RP - 1] = &KernelVnniOneToken<RP, QGemmKind::kQ5_0>;
   if constexpr (RP > 1) FillOneToken<RP - 1>(k);
 }
 
 QGemmKernels MakeVnniTable() {
   QGemmKernels k;
-  k.tile[kQ8] = k.tile[kQ4] = {4, 4};
+  k.tile[kIndexQ8] = k.tile[kIndexQ4] = k.tile[kIndexQ5] = {4, 4};
   k.x_offset128 = true;
   Fill<MakeVnni, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneToken<kQGemmMaxRowPairs>(k);
@@ -542,14 +606,15 @@ QGemmKernels MakeVnniTable() {
 }
 template <int RP>
 constexpr void FillOneTokenAvx2(QGemmKernels& k) {
-  k.one_token[kQ8][RP - 1] = &KernelAvx2<2 * RP, 1, false>;
-  k.one_token[kQ4][RP - 1] = &KernelAvx2<2 * RP, 1, true>;
+  k.one_token[kIndexQ8][RP - 1] = &KernelAvx2<2 * RP, 1, QGemmKind::kQ8_0>;
+  k.one_token[kIndexQ4][RP - 1] = &KernelAvx2<2 * RP, 1, QGemmKind::kQ4_0>;
+  k.one_token[kIndexQ5][RP - 1] = &KernelAvx2<2 * RP, 1, QGemmKind::kQ5_0>;
   if constexpr (RP > 1) FillOneTokenAvx2<RP - 1>(k);
 }
 
 QGemmKernels MakeAvx2Table() {
   QGemmKernels k;
-  k.tile[kQ8] = k.tile[kQ4] = {2, 2};
+  k.tile[kIndexQ8] = k.tile[kIndexQ4] = k.tile[kIndexQ5] = {2, 2};
   k.x_offset128 = false;
   Fill<MakeAvx2, kQGemmMaxRows, kQGemmMaxPairs>(k);
   FillOneTokenAvx2<kQGemmMaxRowPairs>(k);
