@@ -26,8 +26,8 @@
 //     products each) are scaled by d_w*d_x (one float product) and
 //     FMA-accumulated in 8 float lanes; the lanes are reduced by halving. Both
 //     orders agree. On x86 with AVX2 or AVX512-VNNI, and on ARM with dotprod,
-//     Q8_0/Q4_0 are computed, for every batch size, by the register-tiled
-//     integer GEMM of qgemm_internal.h (same bits).
+//     Q8_0/Q4_0 (and Q5_0 on x86) are computed, for every batch size, by the
+//     register-tiled integer GEMM of qgemm_internal.h (same bits).
 //   - Q4_0 weights of a multiple of 8 rows (per expert, for expert
 //     tensors) are another case (kRepacked): ggml's AVX2 build repacks them
 //     at load (its CPU_AARCH64 buffer, q4_0_8x8), and its gemv/gemm sum each

@@ -1,4 +1,4 @@
-// Batch-invariant quantized GEMM for Q8_0 and Q4_0 weights (internal to
+// Batch-invariant quantized GEMM for Q8_0, Q4_0 and Q5_0 weights (internal to
 // inference/ops; MatMul calls it). Not for use outside inference/ops.
 //
 // Numerics: exactly those of matmul.h for Q8_0/Q4_0/Q5_0, i.e. of DotQ8_0 /
@@ -60,7 +60,7 @@ enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0 };
 inline constexpr int kQGemmKinds = 4;
 
 // out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
-// w: R rows of row_bytes (Q8_0 or Q4_0 blocks); x: P packed pairs,
+// w: R rows of row_bytes (Q8_0, Q4_0 or Q5_0 blocks); x: P packed pairs,
 // pair_stride bytes apart (64-byte aligned); nb: blocks per row.
 using QGemmKernel = void (*)(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                              size_t pair_stride, int64_t nb, float* out, int out_stride);
