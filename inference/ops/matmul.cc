@@ -476,13 +476,16 @@ void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const fl
   assert(cols % TraitsOf(type).block_size == 0);
   if (rows <= 0 || n_tokens <= 0) return;
   const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
-  // Q8_0/Q4_0/Q5_0: the batch-invariant integer GEMM, for every batch size
-  // (its results equal the per-dot kernels' below bit for bit;
-  // qgemm_internal.h).
-  if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0) {
+  // Q8_0/Q4_0/Q5_0/IQ4_NL: the batch-invariant integer GEMM, for every batch
+  // size (its results equal the per-dot kernels' below bit for bit;
+  // qgemm_internal.h). IQ4_NL's decode stays on the per-dot kernels, which
+  // are as fast (its tiles would compute a padding token).
+  if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
+      (type == TensorType::kIQ4_NL && n_tokens > 1)) {
     const QGemmTarget target = ActiveQGemmTarget();
     const QGemmKind qkind = type == TensorType::kQ8_0      ? QGemmKind::kQ8_0
                             : type == TensorType::kQ5_0    ? QGemmKind::kQ5_0
+                            : type == TensorType::kIQ4_NL  ? QGemmKind::kIQ4_NL
                             : order == DotOrder::kRepacked ? QGemmKind::kQ4_0Repacked
                                                            : QGemmKind::kQ4_0;
     if (target != QGemmTarget::kNone && QGemmHasKind(target, qkind)) {

@@ -132,13 +132,14 @@ void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int6
   const QGemmKernels& k = *GetQGemmKernels(target);
   const int ki = static_cast<int>(kind);
   const int64_t nb = cols / kQ8_0BlockSize;
-  const TensorType type = kind == QGemmKind::kQ8_0   ? TensorType::kQ8_0
-                          : kind == QGemmKind::kQ5_0 ? TensorType::kQ5_0
-                                                     : TensorType::kQ4_0;
+  const TensorType type = kind == QGemmKind::kQ8_0     ? TensorType::kQ8_0
+                          : kind == QGemmKind::kQ5_0   ? TensorType::kQ5_0
+                          : kind == QGemmKind::kIQ4_NL ? TensorType::kIQ4_NL
+                                                       : TensorType::kQ4_0;
   const size_t row_bytes = RowBytes(type, cols);
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_pairs = (n_tokens + 1) / 2;
-  const bool offset128 = k.x_offset128 && kind == QGemmKind::kQ8_0;
+  const bool offset128 = k.x_offset128 && (kind == QGemmKind::kQ8_0 || kind == QGemmKind::kIQ4_NL);
 
   // Packed activations, reused across calls on this thread.
   thread_local std::vector<Record> packed_scratch;

@@ -217,6 +217,7 @@ constexpr QGemmKernel Kernel(QGemmKind kind) {
     case QGemmKind::kQ4_0Repacked:
       return &KernelNeonDot<R, T, QGemmKind::kQ4_0Repacked>;
     case QGemmKind::kQ5_0:  // none yet: MatMul keeps its per-dot kernels
+    case QGemmKind::kIQ4_NL:
       return nullptr;
   }
   return nullptr;

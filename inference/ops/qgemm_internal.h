@@ -21,12 +21,12 @@
 // i is exactly the reference's: 4 int8 x int8 products summed in 32 bits,
 // with no saturation for any int8 operands (see qgemm_arm.cc).
 //
-// Packed activations: token pairs; pair p is `nb` records of 128 bytes,
-// record b = [qs of token 2p (32 bytes) | qs of token 2p+1 (32) |
-// d of token 2p as f32 x 8 | d of token 2p+1 as f32 x 8]. The qs are the
-// Q8_0 activations, stored as qs + 128 (unsigned) where the kernel wants
-// unsigned activations (QGemmKernels::x_offset128). A missing last token of
-// an odd count is padded with zeros (its outputs are not stored).
+// Packed activations: token pairs; pair p is `nb` records of 128 bytes, record
+// b = [qs of token 2p (32 bytes) | qs of token 2p+1 (32) | d of token 2p as
+// f32 x 8 | d of token 2p+1 as f32 x 8]. The qs are the Q8_0 activations,
+// stored as qs + 128 (unsigned) where the kernel wants unsigned activations
+// (QGemmKernels::x_offset128: Q8_0's and IQ4_NL's). A missing last token of an
+// odd count is padded with zeros (its outputs are not stored).
 #ifndef RINGLM_INFERENCE_OPS_QGEMM_INTERNAL_H_
 #define RINGLM_INFERENCE_OPS_QGEMM_INTERNAL_H_
 
@@ -54,10 +54,10 @@ enum class QGemmTarget {
 
 const char* QGemmTargetName(QGemmTarget target);
 
-// What a kernel computes: Q8_0, Q4_0 or Q5_0 weights in ggml's vec_dot
-// lanes, or Q4_0 in its repacked order. Indexes the kernel tables.
-enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0 };
-inline constexpr int kQGemmKinds = 4;
+// What a kernel computes: Q8_0, Q4_0, Q5_0 or IQ4_NL weights in ggml's
+// vec_dot order, or Q4_0 in its repacked order. Indexes the kernel tables.
+enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0, kIQ4_NL };
+inline constexpr int kQGemmKinds = 5;
 
 // out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
 // w: R rows of row_bytes (Q8_0, Q4_0 or Q5_0 blocks); x: P packed pairs,
@@ -78,7 +78,7 @@ struct QGemmKernels {
     int pairs = 0;  // P of the full tile (2P tokens)
   };
   Tile tile[kQGemmKinds];    // per kind
-  bool x_offset128 = false;  // Q8_0 activations stored as qs + 128
+  bool x_offset128 = false;  // Q8_0/IQ4_NL activations stored as qs + 128
   QGemmKernel kernel[kQGemmKinds][kQGemmMaxRows][kQGemmMaxPairs] = {};
   QGemmKernel one_token[kQGemmKinds][kQGemmMaxRowPairs] = {};  // null: use kernel[][][0]
 };
@@ -88,7 +88,8 @@ struct QGemmKernels {
 // CpuSupports's business.
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
-// Whether `target` has kernels for `kind` (Q5_0 has none on ARM).
+// Whether `target` has kernels for `kind` (Q5_0 has none on ARM, IQ4_NL
+// only on AVX-512).
 bool QGemmHasKind(QGemmTarget target, QGemmKind kind);
 
 // The target MatMul uses now: the best one this CPU supports, capped by the

@@ -19,7 +19,7 @@ namespace ringlm {
 namespace {
 
 constexpr QGemmKind kKinds[] = {QGemmKind::kQ8_0, QGemmKind::kQ4_0, QGemmKind::kQ4_0Repacked,
-                                QGemmKind::kQ5_0};
+                                QGemmKind::kQ5_0, QGemmKind::kIQ4_NL};
 
 const char* KindName(QGemmKind kind) {
   switch (kind) {
@@ -31,6 +31,8 @@ const char* KindName(QGemmKind kind) {
       return "q4_0 repacked";
     case QGemmKind::kQ5_0:
       return "q5_0";
+    case QGemmKind::kIQ4_NL:
+      return "iq4_nl";
   }
   return "?";
 }
@@ -49,9 +51,10 @@ struct Problem {
 // tokens tiny, some huge, some exactly zero), and the reference outputs.
 Problem MakeProblem(QGemmKind kind, int64_t rows, int64_t cols, int64_t n_tokens,
                     std::mt19937& rng) {
-  const TensorType type = kind == QGemmKind::kQ8_0   ? TensorType::kQ8_0
-                          : kind == QGemmKind::kQ5_0 ? TensorType::kQ5_0
-                                                     : TensorType::kQ4_0;
+  const TensorType type = kind == QGemmKind::kQ8_0     ? TensorType::kQ8_0
+                          : kind == QGemmKind::kQ5_0   ? TensorType::kQ5_0
+                          : kind == QGemmKind::kIQ4_NL ? TensorType::kIQ4_NL
+                                                       : TensorType::kQ4_0;
   Problem p{kind, type, rows, cols, n_tokens, {}, {}, {}};
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_scale(-6.0f, 6.0f);

@@ -45,9 +45,10 @@ namespace {
 // b of its own rows: a small batch (decode, a few streams) reads each row
 // once, from memory.
 constexpr size_t BlockBytes(QGemmKind kind) {
-  return kind == QGemmKind::kQ8_0   ? sizeof(BlockQ8_0)
-         : kind == QGemmKind::kQ5_0 ? sizeof(BlockQ5_0)
-                                    : sizeof(BlockQ4_0);
+  return kind == QGemmKind::kQ8_0     ? sizeof(BlockQ8_0)
+         : kind == QGemmKind::kQ5_0   ? sizeof(BlockQ5_0)
+         : kind == QGemmKind::kIQ4_NL ? sizeof(BlockIQ4_NL)
+                                      : sizeof(BlockQ4_0);
 }
 
 template <int R, QGemmKind K>
@@ -483,6 +484,84 @@ RINGLM_VNNI_TARGET void KernelVnniRepacked(const uint8_t* w, size_t row_bytes, c
   }
 }
 
+// AVX512-VNNI, IQ4_NL (ggml_vec_dot_iq4_nl_q8_0's order, matmul.h): the
+// layout of KernelVnni, with each output's even and odd blocks in two
+// accumulators, added before the halving sum; an odd last block joins the
+// reduced sum as one integer. The levels are signed, so the activations are
+// stored as x + 128 and -128 * sum of 4 levels corrects each lane, as Q8_0's.
+template <int R, int P>
+RINGLM_VNNI_TARGET void KernelVnniIq4Nl(const uint8_t* w, size_t row_bytes, const uint8_t* x,
+                                        size_t pair_stride, int64_t nb, float* out,
+                                        int out_stride) {
+  __m512 acc[2][R][P];
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < R; ++r) {
+      for (int p = 0; p < P; ++p) acc[h][r][p] = _mm512_setzero_ps();
+    }
+  }
+  int32_t last[R][2 * P] = {};  // an odd last block's integer sums
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  const __m512i levels =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
+  for (int64_t b = 0; b < nb; ++b) {
+    const int h = static_cast<int>(b % 2);
+    const bool unpaired = nb % 2 == 1 && b == nb - 1;
+    __m512i xv[P];
+    const uint8_t* xb[P];
+    for (int p = 0; p < P; ++p) {
+      xb[p] = x + p * pair_stride + b * kQGemmRecordBytes;
+      xv[p] = _mm512_load_si512(xb[p]);
+    }
+    PrefetchRowsAhead<R, QGemmKind::kIQ4_NL>(w, row_bytes, b);
+    for (int r = 0; r < R; ++r) {
+      const BlockIQ4_NL* blk = reinterpret_cast<const BlockIQ4_NL*>(w + r * row_bytes) + b;
+      uint16_t d16;
+      std::memcpy(&d16, &blk->d, sizeof(d16));
+      // As Q4_0's nibbles (positions 0..15, 16..31, twice), looked up.
+      const __m512i v =
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
+      const __m512i wv = _mm512_shuffle_epi8(
+          levels, _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f));
+      const __m512i wcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wv));
+      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(d16));
+      for (int p = 0; p < P; ++p) {
+        const __m512i sum = _mm512_dpbusd_epi32(wcorr, xv[p], wv);
+        if (unpaired) {
+          alignas(64) int32_t lanes[16];
+          _mm512_store_si512(lanes, sum);
+          for (int l = 0; l < 8; ++l) {
+            last[r][2 * p] += lanes[l];
+            last[r][2 * p + 1] += lanes[8 + l];
+          }
+          continue;
+        }
+        const __m512 scale =
+            _mm512_mul_ps(dw, _mm512_load_ps(reinterpret_cast<const float*>(xb[p] + 64)));
+        acc[h][r][p] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(sum), acc[h][r][p]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, _mm512_add_ps(acc[0][r][p], acc[1][r][p]));
+      for (int t = 0; t < 2; ++t) {
+        float sum = ReduceLanes<8>(lanes + 8 * t);
+        if (nb % 2 == 1) {
+          const BlockIQ4_NL* blk =
+              reinterpret_cast<const BlockIQ4_NL*>(w + r * row_bytes) + (nb - 1);
+          const float dx = *reinterpret_cast<const float*>(
+              x + p * pair_stride + (nb - 1) * kQGemmRecordBytes + 64 + 32 * t);
+          sum = std::fma(_cvtsh_ss(blk->d) * dx, static_cast<float>(last[r][2 * p + t]), sum);
+        }
+        out[r * out_stride + 2 * p + t] = sum;
+      }
+    }
+  }
+}
+
 // One token (decode), 2 * RP rows: zmm j holds rows 2j and 2j + 1, so output
 // i is row i.
 template <int RP>
@@ -535,6 +614,19 @@ constexpr int kIndexQ8 = static_cast<int>(QGemmKind::kQ8_0);
 constexpr int kIndexQ4 = static_cast<int>(QGemmKind::kQ4_0);
 constexpr int kIndexQ5 = static_cast<int>(QGemmKind::kQ5_0);
 constexpr int kQ4Repacked = static_cast<int>(QGemmKind::kQ4_0Repacked);
+constexpr int kIndexIq4Nl = static_cast<int>(QGemmKind::kIQ4_NL);
+
+// IQ4_NL's prompt tiles (AVX-512 only; its decode stays on the per-dot
+// kernels, see MatMul).
+template <int R, int P>
+constexpr void FillIq4Nl(QGemmKernels& k) {
+  k.kernel[kIndexIq4Nl][R - 1][P - 1] = &KernelVnniIq4Nl<R, P>;
+  if constexpr (P > 1) {
+    FillIq4Nl<R, P - 1>(k);
+  } else if constexpr (R > 1) {
+    FillIq4Nl<R - 1, 4>(k);
+  }
+}
 
 template <template <int, int, QGemmKind> class Make, int R, int P>
 constexpr void Fill(QGemmKernels& k) {
@@ -601,6 +693,8 @@ QGemmKernels MakeVnniTable() {
   FillOneToken<kQGemmMaxRowPairs>(k);
   k.tile[kQ4Repacked] = {4, 4};
   FillRepacked<true, 4, 4>(k);
+  k.tile[kIndexIq4Nl] = {2, 4};  // 2 x 2 x 4 zmm accumulators
+  FillIq4Nl<2, 4>(k);
   FillRepackedOneToken<true, kQGemmMaxRowPairs>(k);
   return k;
 }
