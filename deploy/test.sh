@@ -9,7 +9,7 @@
 #   deploy/test.sh                      # everything
 #   RINGLM_SKIP_ARM=1 deploy/test.sh    # without the ARM64 kernel tests
 #   RINGLM_SKIP_ASAN=1 deploy/test.sh   # without the sanitizer unit tests
-#   RINGLM_FUZZ_SECONDS=0 deploy/test.sh  # without fuzzing (default: 20 s a target)
+#   RINGLM_FUZZ_SECONDS=0 deploy/test.sh  # without fuzzing (default: 10 s a target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,7 +62,7 @@ CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug
   -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" >/dev/null
 ninja -C build-clang -j"$jobs" ringlm_base ringlm_security ringlm_discovery ringlm_model_store ringlm_daemon ringlm_api
 
-fuzz_seconds="${RINGLM_FUZZ_SECONDS:-20}"
+fuzz_seconds="${RINGLM_FUZZ_SECONDS:-10}"
 if [ "$fuzz_seconds" != "0" ]; then
   echo "== libFuzzer targets, ${fuzz_seconds} s each (ASan+UBSan)"
   bash fuzz/run.sh "$fuzz_seconds"
