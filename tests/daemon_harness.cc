@@ -85,33 +85,41 @@ std::string ModelPath(const std::string& file) {
 
 namespace {
 
-// One port from the kernel's ephemeral range, bound and released.
-uint16_t AnyFreePort(int type) {
+// Test ports come from below the kernel's ephemeral range (32768-60999 by
+// default): a port handed to a daemon is free when picked but bound only
+// later, and in that window any outgoing connection or port-0 bind of a
+// concurrent test could take a port from the ephemeral range (a daemon once
+// failed to bind its API port so). Each process starts at its own offset.
+constexpr uint16_t kFirstTestPort = 10000;
+constexpr uint16_t kTestPorts = 22000;  // up to 31999
+
+// Whether `port` can be bound on loopback now.
+bool CanBind(int type, uint16_t port) {
   const int fd = socket(AF_INET, type, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
+  addr.sin_port = htons(port);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
-  return port;
+  return ok;
 }
 
-// A released port may come back from the next bind: never hand out one
-// port twice in a process, or two listeners of one test (a gRPC server and
-// a metrics server, say) could share it, SO_REUSEPORT splitting the calls.
+// Never hands out one port twice in a process (two listeners of one test,
+// a gRPC server and a metrics server say, would share it, SO_REUSEPORT
+// splitting the calls), and walks on from the last one given.
 uint16_t FreePort(int type) {
   static absl::Mutex mu;
   static auto* given = new std::set<std::pair<int, uint16_t>>();
+  static uint32_t next = static_cast<uint32_t>(getpid()) * 7919u;
   absl::MutexLock lock(&mu);
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    const uint16_t port = AnyFreePort(type);
-    if (port != 0 && given->insert({type, port}).second) return port;
+  for (uint32_t attempt = 0; attempt < kTestPorts; ++attempt) {
+    const auto port = static_cast<uint16_t>(kFirstTestPort + next++ % kTestPorts);
+    if (given->count({type, port}) == 0 && CanBind(type, port)) {
+      given->insert({type, port});
+      return port;
+    }
   }
   return 0;
 }

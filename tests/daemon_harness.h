@@ -46,7 +46,8 @@ std::string RinglmdPath();
 std::string RinglmPath();
 std::string ModelPath(const std::string& file);  // in ../shared/models
 
-// A loopback port that was free a moment ago (bound to port 0 and released).
+// A loopback port that was free a moment ago, from below the kernel's
+// ephemeral range (see daemon_harness.cc).
 uint16_t FreeTcpPort();
 uint16_t FreeUdpPort();
 

@@ -244,8 +244,9 @@ TEST_F(LocalClusterTest, ThreeNodesStreamAChatCompletionAndStop) {
   uint16_t base = 0, api = 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
     base = testing::FreeUdpPort();
-    api = testing::FreeTcpPort();
-    if (base > 65535 - 4 || (api > base && api <= base + 3)) continue;
+    do {  // not one of the gRPC ports base + 1..base + 3
+      api = testing::FreeTcpPort();
+    } while (api > base && api <= base + 3);
     up = RunCommand(absl::StrCat("RINGLMD_EXTRA_ARGS='--threads 1' ", Script(), " 3",
                                  " --build-dir ", ShellQuote(build_dir), " --model ",
                                  ShellQuote(model), " --base-port ", base, " --api-port ", api,
