@@ -112,6 +112,21 @@ QGemmTarget ActiveQGemmTarget() {
   return QGemmTarget::kNone;
 }
 
+TensorType QGemmWeightType(QGemmKind kind) {
+  switch (kind) {
+    case QGemmKind::kQ8_0:
+      return TensorType::kQ8_0;
+    case QGemmKind::kQ5_0:
+      return TensorType::kQ5_0;
+    case QGemmKind::kIQ4_NL:
+      return TensorType::kIQ4_NL;
+    case QGemmKind::kQ4_0:
+    case QGemmKind::kQ4_0Repacked:
+      break;
+  }
+  return TensorType::kQ4_0;
+}
+
 bool QGemmHasKind(QGemmTarget target, QGemmKind kind) {
   const QGemmKernels* k = GetQGemmKernels(target);
   return k != nullptr && k->kernel[static_cast<int>(kind)][0][0] != nullptr;
@@ -132,11 +147,7 @@ void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int6
   const QGemmKernels& k = *GetQGemmKernels(target);
   const int ki = static_cast<int>(kind);
   const int64_t nb = cols / kQ8_0BlockSize;
-  const TensorType type = kind == QGemmKind::kQ8_0     ? TensorType::kQ8_0
-                          : kind == QGemmKind::kQ5_0   ? TensorType::kQ5_0
-                          : kind == QGemmKind::kIQ4_NL ? TensorType::kIQ4_NL
-                                                       : TensorType::kQ4_0;
-  const size_t row_bytes = RowBytes(type, cols);
+  const size_t row_bytes = RowBytes(QGemmWeightType(kind), cols);
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_pairs = (n_tokens + 1) / 2;
   const bool offset128 = k.x_offset128 && (kind == QGemmKind::kQ8_0 || kind == QGemmKind::kIQ4_NL);

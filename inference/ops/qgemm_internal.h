@@ -88,6 +88,9 @@ struct QGemmKernels {
 // CpuSupports's business.
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
+// The weight type `kind` computes (kQ4_0Repacked: Q4_0).
+TensorType QGemmWeightType(QGemmKind kind);
+
 // Whether `target` has kernels for `kind` (Q5_0 has none on ARM, IQ4_NL
 // only on AVX-512).
 bool QGemmHasKind(QGemmTarget target, QGemmKind kind);

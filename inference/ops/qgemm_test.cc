@@ -51,10 +51,7 @@ struct Problem {
 // tokens tiny, some huge, some exactly zero), and the reference outputs.
 Problem MakeProblem(QGemmKind kind, int64_t rows, int64_t cols, int64_t n_tokens,
                     std::mt19937& rng) {
-  const TensorType type = kind == QGemmKind::kQ8_0     ? TensorType::kQ8_0
-                          : kind == QGemmKind::kQ5_0   ? TensorType::kQ5_0
-                          : kind == QGemmKind::kIQ4_NL ? TensorType::kIQ4_NL
-                                                       : TensorType::kQ4_0;
+  const TensorType type = QGemmWeightType(kind);
   Problem p{kind, type, rows, cols, n_tokens, {}, {}, {}};
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_scale(-6.0f, 6.0f);
