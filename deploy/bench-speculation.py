@@ -10,7 +10,7 @@ talks to the head directly. Runs alternate (plain, speculating with one
 step in flight, speculating with --steps-in-flight steps, plain, ...)
 --repeats times; the best of each is shown:
 
-  mode  prompt  ms_per_token  tokens_per_s  tokens_per_trip  acceptance  speedup
+  mode  prompt  tokens  ms_per_token  tokens_per_s  tokens_per_trip  acceptance  speedup
 
 rows per prompt (--prompts, separated by '|'); speedup is over plain, and
 a last line gives the speedup of several steps in flight over one.
@@ -22,7 +22,7 @@ second ring whose nodes run it (ringlmd --draft-model) is measured the same
 way.
 
   deploy/bench-speculation.py [--model FILE] [--draft-model FILE] [--nodes 3]
-      [--delay-ms 1] [--tokens 200] [--max-drafts 8] [--steps-in-flight 3]
+      [--delay-ms 1] [--tokens 200] [--ctx-size N] [--max-drafts 8] [--steps-in-flight 3]
       [--repeats 3] [--threads 1]
 
 Default model: ../shared/models/stories260K-f32.gguf beside the checkout.
@@ -66,7 +66,7 @@ def start_ring(a, work, key, extra, tag):
              "--loopback-only", "--memory-mb", "4000", "--placement", "memory",
              "--threads", str(a.threads), "--state-dir", os.path.join(work, f"{tag}-s{i}"),
              "--max-drafts", str(a.max_drafts), "--log-level", "warn", "--cluster-key", key]
-            + extra,
+            + (["--ctx-size", str(a.ctx_size)] if a.ctx_size else []) + extra,
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(work, f"{tag}-node{i}.log"), "w")))
     head = f"127.0.0.1:{ports[0]}"
@@ -145,7 +145,7 @@ def row(name, prompt, result, plain_ms):
     ms, drafted, accepted, n = result
     trip = n / max(1, n - accepted)
     acceptance = accepted / drafted if drafted else 0.0
-    print(f"{name:<24} {prompt[:18]:<18} {ms:12.3f} {1000 / ms:12.1f} {trip:15.2f} "
+    print(f"{name:<24} {prompt[:18]:<18} {n:6d} {ms:12.3f} {1000 / ms:12.1f} {trip:15.2f} "
           f"{acceptance:10.2f} {plain_ms / ms:7.2f}x", flush=True)
 
 
@@ -156,7 +156,11 @@ def main():
     p.add_argument("--draft-model", help="also measure with this draft model (a second ring)")
     p.add_argument("--nodes", type=int, default=3)
     p.add_argument("--delay-ms", type=float, default=1.0)
-    p.add_argument("--tokens", type=int, default=200)
+    p.add_argument("--tokens", type=int, default=200,
+                   help="tokens to generate, as far as the context allows (see --ctx-size)")
+    p.add_argument("--ctx-size", type=int, default=0,
+                   help="the nodes' context size (default: the model's; stories260K's is "
+                   "128, so prompt plus reply stop there)")
     p.add_argument("--max-drafts", type=int, default=8)
     p.add_argument("--steps-in-flight", type=int, default=3, choices=range(1, 5),
                    help="steps in flight to compare with one (1 to 4)")
@@ -180,10 +184,11 @@ def main():
         for name, extra in rings:
             procs, head, split = start_ring(a, work, key, extra, name.replace(" ", "-"))
             print(f"{name}: model {os.path.basename(a.model)}, {a.nodes} nodes {split}, "
-                  f"{a.delay_ms} ms one-way per link, {a.tokens} tokens, max {a.max_drafts} "
-                  f"drafts, best of {a.repeats}", flush=True)
-            print(f"{'mode':<24} {'prompt':<18} {'ms_per_token':>12} {'tokens_per_s':>12} "
-                  f"{'tokens_per_trip':>15} {'acceptance':>10} {'speedup':>8}", flush=True)
+                  f"{a.delay_ms} ms one-way per link, up to {a.tokens} tokens, context "
+                  f"{a.ctx_size or 'of the model'}, max {a.max_drafts} drafts, "
+                  f"best of {a.repeats}", flush=True)
+            print(f"{'mode':<24} {'prompt':<18} {'tokens':>6} {'ms_per_token':>12} "
+                  f"{'tokens_per_s':>12} {'tokens_per_trip':>15} {'acceptance':>10} {'speedup':>8}", flush=True)
             total = {mode: 0.0 for mode, _ in modes(a)}
             for prompt in prompts:
                 best = measure(a, head, key, prompt)

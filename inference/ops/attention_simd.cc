@@ -178,6 +178,29 @@ HWY_INLINE hn::Vec<DF> HalfToF32(hn::Vec<DU> v) {
   return hn::PromoteTo(DF(), hn::BitCast(dh, hn::TruncateTo(du16, bits)));
 }
 
+// dot, one key per lane, plus the products of values [np, dim) (an even
+// count) with q, added one by one in double: ggml_vec_dot_f16's leftover
+// loop. Rounded back to f32.
+HWY_INLINE hn::Vec<DF> AddTailInDouble(hn::Vec<DF> dot, const float* q, int64_t np, int64_t dim,
+                                       const uint32_t* base, hn::Vec<DI> index) {
+  if (np == dim) return dot;
+  const DF df;
+  const hn::Half<DF> dh;
+  const hn::Rebind<double, hn::Half<DF>> dd;
+  auto lo = hn::PromoteTo(dd, hn::LowerHalf(dh, dot));
+  auto hi = hn::PromoteTo(dd, hn::UpperHalf(dh, dot));
+  auto add = [&](hn::Vec<DF> product) HWY_ATTR {
+    lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, product)));
+    hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, product)));
+  };
+  for (int64_t d = np; d < dim; d += 2) {
+    const auto pair = hn::GatherIndex(DU(), base + d / 2, index);
+    add(hn::Mul(HalfToF32<false>(pair), hn::Set(df, q[d])));
+    add(hn::Mul(HalfToF32<true>(pair), hn::Set(df, q[d + 1])));
+  }
+  return hn::Combine(df, hn::DemoteTo(dh, hi), hn::DemoteTo(dh, lo));
+}
+
 // Scores of G queries against a block of N keys, the keys in the lanes:
 // lane r is key r's dot product in ggml's order. Each accumulator lane
 // (k, l) of ggml's (d = 32m + 8k + l) is a chain over m, two of them (l, l +
@@ -186,7 +209,7 @@ HWY_INLINE hn::Vec<DF> HalfToF32(hn::Vec<DU> v) {
 // first `rem` lanes are stored to scores + g * scores_stride.
 template <int G>
 HWY_INLINE void ScoresOfKeyLanes(const float* q, int64_t dim, int64_t np, const uint32_t* base,
-                                 hn::Vec<DI> index, const uint16_t* const* rows, size_t rem,
+                                 hn::Vec<DI> index, size_t rem,
                                  float scale, float* scores, int64_t scores_stride) {
   const DF df;
   const DU du;
@@ -194,7 +217,7 @@ HWY_INLINE void ScoresOfKeyLanes(const float* q, int64_t dim, int64_t np, const 
   const size_t N = hn::Lanes(df);
   HWY_ALIGN float a[G][8][kN];    // (a0 + a2) + (a1 + a3) of lane l, per key
   HWY_ALIGN float s02[G][2][kN];  // a0 + a2 of lanes l, l + 1 while a1 + a3 runs
-  for (int64_t l = 0; l < 8; l += 2) {
+  for (int64_t l = 0; l < (np > 0 ? 8 : 0); l += 2) {  // none in heads under 32
     for (int k : {0, 2, 1, 3}) {
       hn::Vec<DF> lo[G], hi[G];
       for (int g = 0; g < G; ++g) lo[g] = hi[g] = hn::Zero(df);
@@ -226,27 +249,20 @@ HWY_INLINE void ScoresOfKeyLanes(const float* q, int64_t dim, int64_t np, const 
   const auto vscale = hn::Set(df, scale);
   HWY_ALIGN float dots[kN];
   for (int g = 0; g < G; ++g) {
-    hn::Vec<DF> t[4];
-    for (int l = 0; l < 4; ++l) t[l] = hn::Add(hn::Load(df, a[g][l]), hn::Load(df, a[g][l + 4]));
-    const auto dot = hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3]));
+    auto dot = hn::Zero(df);
+    if (np > 0) {
+      hn::Vec<DF> t[4];
+      for (int l = 0; l < 4; ++l) t[l] = hn::Add(hn::Load(df, a[g][l]), hn::Load(df, a[g][l + 4]));
+      dot = hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3]));
+    }
+    const auto scaled = hn::Mul(AddTailInDouble(dot, q + g * dim, np, dim, base, index), vscale);
     float* out = scores + g * scores_stride;
-    if (np == dim && rem == N) {
-      hn::StoreU(hn::Mul(dot, vscale), df, out);
+    if (rem == N) {
+      hn::StoreU(scaled, df, out);
       continue;
     }
-    hn::Store(dot, df, dots);
-    for (size_t r = 0; r < rem; ++r) {
-      float v = dots[r];
-      if (np < dim) {  // the rest in double
-        double sum = v;
-        for (int64_t d = np; d < dim; ++d) {
-          const float product = Fp16ToFp32(rows[r][d]) * q[g * dim + d];
-          sum += static_cast<double>(product);
-        }
-        v = static_cast<float>(sum);
-      }
-      out[r] = v * scale;
-    }
+    hn::Store(scaled, df, dots);
+    std::copy(dots, dots + rem, out);
   }
 }
 
@@ -300,7 +316,7 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_
   HWY_ALIGN float lanes[4];
 #if HWY_ARCH_X86
   // Keys in lanes, where they can be gathered (even dim: pairs of f16).
-  if (np > 0 && dim % 2 == 0) {
+  if (dim % 2 == 0) {
     const size_t NK = hn::Lanes(df);
     int64_t j0 = 0;
     for (; j0 < n_keys; j0 += static_cast<int64_t>(NK)) {
@@ -310,12 +326,12 @@ void ScoresImpl(const float* q, int64_t n_q, const uint16_t* const* keys, int64_
       const auto* base = reinterpret_cast<const uint32_t*>(keys[j0]);
       int64_t i = 0;
       for (; i + kLaneQueries <= n_q; i += kLaneQueries) {
-        ScoresOfKeyLanes<kLaneQueries>(q + i * dim, dim, np, base, index, keys + j0, rem, scale,
+        ScoresOfKeyLanes<kLaneQueries>(q + i * dim, dim, np, base, index, rem, scale,
                                        scores + i * scores_stride + j0, scores_stride);
       }
       if (i < n_q) {
         WithCount<kLaneQueries>(static_cast<int>(n_q - i), [&]<int G>() HWY_ATTR {
-          ScoresOfKeyLanes<G>(q + i * dim, dim, np, base, index, keys + j0, rem, scale,
+          ScoresOfKeyLanes<G>(q + i * dim, dim, np, base, index, rem, scale,
                               scores + i * scores_stride + j0, scores_stride);
         });
       }
@@ -384,12 +400,12 @@ constexpr int64_t kSumWindow = 256;
 // window: the same bits), so every row of values is read once. The chains
 // of a lane are combined as (a0 + a2) + (a1 + a3), the lanes as t[l] = a[l]
 // + a[l + 4], then (t0 + t1) + (t2 + t3).
-template <int G, int C>
+template <class D, int G, int C>
 HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t* const* values,
                                 int64_t n_keys, int64_t d0, float* out, int64_t out_stride) {
-  const DF df;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  constexpr size_t kN = hn::MaxLanes(DF());
+  const D df;
+  const hn::Rebind<hwy::float16_t, D> dh;
+  constexpr size_t kN = hn::MaxLanes(D());
   const size_t N = hn::Lanes(df);
   // The chains of accumulator k, lane l, between windows of keys.
   HWY_ALIGN float chains[8][4][G][C * kN];
@@ -397,7 +413,7 @@ HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t
     const int64_t w1 = std::min(n_keys, w0 + kSumWindow);
     for (int64_t l = 0; l < 8; ++l) {
       for (int64_t k = 0; k < 4; ++k) {
-        hn::Vec<DF> c[G][C];
+        hn::Vec<D> c[G][C];
         for (int g = 0; g < G; ++g) {
           for (int v = 0; v < C; ++v) {
             c[g][v] = w0 == 0 ? hn::Zero(df) : hn::Load(df, chains[l][k][g] + v * N);
@@ -405,7 +421,7 @@ HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t
         }
         for (int64_t j = w0 + l + 8 * k; j < w1; j += kDotStep) {
           const auto* row = reinterpret_cast<const hwy::float16_t*>(values[j]) + d0;
-          hn::Vec<DF> pj[G];
+          hn::Vec<D> pj[G];
           for (int g = 0; g < G; ++g) pj[g] = hn::Set(df, p[g * p_stride + j]);
           for (int v = 0; v < C; ++v) {
             const auto x = hn::PromoteTo(df, hn::LoadU(dh, row + v * N));
@@ -420,12 +436,12 @@ HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t
   }
   for (int g = 0; g < G; ++g) {
     for (int v = 0; v < C; ++v) {
-      hn::Vec<DF> a[8];
+      hn::Vec<D> a[8];
       for (int l = 0; l < 8; ++l) {
         auto chain = [&](int k) HWY_ATTR { return hn::Load(df, chains[l][k][g] + v * N); };
         a[l] = hn::Add(hn::Add(chain(0), chain(2)), hn::Add(chain(1), chain(3)));
       }
-      hn::Vec<DF> t[4];
+      hn::Vec<D> t[4];
       for (int l = 0; l < 4; ++l) t[l] = hn::Add(a[l], a[l + 4]);
       hn::StoreU(hn::Add(hn::Add(t[0], t[1]), hn::Add(t[2], t[3])), df,
                  out + g * out_stride + d0 + v * N);
@@ -433,24 +449,37 @@ HWY_INLINE void WeightedSumSlab(const float* p, int64_t p_stride, const uint16_t
   }
 }
 
+// Lanes [d0, d0 + C * Lanes(D)) of every query's weighted sums.
+template <class D, int C>
+HWY_INLINE void WeightedSumColumns(const float* p, int64_t n_q, int64_t p_stride,
+                                   const uint16_t* const* values, int64_t n_keys, int64_t d0,
+                                   float* out, int64_t out_stride) {
+  for (int64_t i = 0; i < n_q; i += kSumQueries) {
+    const int n = static_cast<int>(std::min<int64_t>(kSumQueries, n_q - i));
+    WithCount<kSumQueries>(n, [&]<int G>() HWY_ATTR {
+      WeightedSumSlab<D, G, C>(p + i * p_stride, p_stride, values, n_keys, d0, out + i * out_stride,
+                               out_stride);
+    });
+  }
+}
+
 void WeightedSumImpl(const float* p, int64_t n_q, int64_t p_stride, const uint16_t* const* values,
                      int64_t n_keys, int64_t dim, float* out, int64_t out_stride) {
-  const DF df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  auto run = [&]<int C>(int64_t d0) HWY_ATTR {
-    for (int64_t i = 0; i < n_q; i += kSumQueries) {
-      const int n = static_cast<int>(std::min<int64_t>(kSumQueries, n_q - i));
-      WithCount<kSumQueries>(n, [&]<int G>() HWY_ATTR {
-        WeightedSumSlab<G, C>(p + i * p_stride, p_stride, values, n_keys, d0, out + i * out_stride,
-                              out_stride);
-      });
+  int64_t d0 = 0;
+  auto columns = [&]<class D, int C>() HWY_ATTR {
+    const int64_t width = C * static_cast<int64_t>(hn::Lanes(D()));
+    for (; d0 + width <= dim; d0 += width) {
+      WeightedSumColumns<D, C>(p, n_q, p_stride, values, n_keys, d0, out, out_stride);
     }
   };
-  int64_t d0 = 0;
-  for (; d0 + kSlab * N <= dim; d0 += kSlab * N) run.template operator()<kSlab>(d0);
-  for (; d0 + N <= dim; d0 += N) run.template operator()<1>(d0);
+  columns.template operator()<DF, kSlab>();
+  columns.template operator()<DF, 1>();
+  // What is narrower than a vector (small heads, as stories260K's 8 on
+  // AVX-512): 8 lanes, then 4, the same chains in narrower vectors.
+  if constexpr (hn::MaxLanes(DF()) > 8) columns.template operator()<hn::CappedTag<float, 8>, 1>();
+  if constexpr (hn::MaxLanes(DF()) > 4) columns.template operator()<D4, 1>();
   if (d0 == dim) return;
-  // The last dim % N lanes: the reference, per lane.
+  // The last dim % 4 lanes: the reference, per lane.
   thread_local std::vector<const uint16_t*> shifted;
   shifted.resize(n_keys);
   for (int64_t j = 0; j < n_keys; ++j) shifted[j] = values[j] + d0;

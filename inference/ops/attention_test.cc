@@ -46,7 +46,7 @@ TEST(AttentionTest, EveryTargetMatchesReferenceBitForBit) {
   std::mt19937 rng(7);
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    for (int64_t dim : {1, 2, 7, 16, 31, 32, 33, 63, 64, 80, 128}) {
+    for (int64_t dim : {1, 2, 7, 8, 12, 16, 28, 31, 32, 33, 63, 64, 80, 128}) {
       for (int64_t extra : {0, 1, 32}) {
         const int64_t stride = dim + extra;
         for (int64_t offset : {0, 1}) {

@@ -24,7 +24,7 @@ size_t LatestEarlierMatch(std::span<const int32_t> history, size_t n) {
 
 std::vector<int32_t> DraftByNgram(std::span<const int32_t> history, uint32_t max_drafts) {
   if (max_drafts == 0) return {};
-  for (size_t n : {size_t{3}, size_t{2}}) {
+  for (size_t n : {size_t{3}, size_t{2}, size_t{1}}) {
     const size_t start = LatestEarlierMatch(history, n);
     if (start == history.size()) continue;
     // What followed the earlier occurrence: at least one token, since it
@@ -47,6 +47,13 @@ double DraftBudget::MatchOdds(uint32_t guesses) const {
 
 uint32_t DraftBudget::Next() {
   if (max_ == 0) return 0;
+  if (plain_trip_ == 0) {
+    // Every other step plain until one's trip is measured: the drafts'
+    // cost is measured against it.
+    const bool plain = plain_turn_;
+    plain_turn_ = !plain_turn_;
+    if (plain) return 0;
+  }
   const double q = MatchRate();
   const double t0 = plain_trip_ > 0 ? plain_trip_ : 1;
   const double m = plain_trip_ > 0 ? draft_seconds_ : 0;

@@ -23,9 +23,12 @@ inline constexpr uint32_t kMaxDiscard = (kMaxDrafts + 1) * kMaxStepsInFlight;
 
 // Guesses up to `max_drafts` tokens to follow `history` ("prompt lookup"):
 // finds the latest earlier place where the last 3 tokens (failing that, the
-// last 2) occurred, and returns what followed them there. Empty when no such
-// place exists. Costs one backward scan of `history` per key length, so
-// O(history) per step: 32K positions scan in tens of microseconds.
+// last 2, then the last one) occurred, and returns what followed them there.
+// Empty when the last token never occurred before. A one-token key guesses
+// worse, but a rejected guess costs only a position, and DraftBudget stops
+// drafting where positions cost more than the trips guesses save. Costs one
+// backward scan of `history` per key length, so O(history) per step: 32K
+// positions scan in tens of microseconds.
 std::vector<int32_t> DraftByNgram(std::span<const int32_t> history, uint32_t max_drafts);
 
 // How many drafts one request's next step may carry, from what its steps
@@ -41,8 +44,10 @@ std::vector<int32_t> DraftByNgram(std::span<const int32_t> history, uint32_t max
 // save (a compute-bound ring, a text that does not repeat itself), and
 // grows where trips cost more than positions (a ring with slow links).
 // While it does not draft it still tries one draft every 32 steps, so it
-// notices a text that starts repeating. Before any measurement it drafts
-// (q = 1/2, m = 0).
+// notices a text that starts repeating. Until it has measured them it takes
+// q = 1/2 and m = 0, so it drafts all it may, but every other step is
+// plain until a plain trip is measured (t0): a text in which lookup always
+// finds a guess still gets its drafts' cost measured.
 //
 // Speculation is exact whatever this decides: it only trades the extra
 // positions each step computes against the trips it saves. Not
@@ -74,6 +79,7 @@ class DraftBudget {
   double matched_ = 0;        // drafts accepted, decayed
   double rejected_ = 0;       // drafting steps that rejected a draft, decayed
   uint32_t since_draft_ = 0;  // steps since the last that carried drafts
+  bool plain_turn_ = false;   // while t0 is unmeasured: whether the next step is plain
 };
 
 }  // namespace ringlm

@@ -27,15 +27,39 @@ TEST(DraftByNgramTest, FallsBackToTwoTokensAndStopsAtTheEnd) {
   EXPECT_THAT(DraftByNgram(std::vector<int32_t>{7, 7, 7, 7}, 4), ElementsAre(7));
 }
 
-TEST(DraftByNgramTest, NothingWithoutAnEarlierOccurrence) {
+TEST(DraftByNgramTest, FallsBackToTheLastTokenAlone) {
+  // No earlier "2 4"; the latest earlier "4" is followed by "1 2 4".
+  EXPECT_THAT(DraftByNgram(std::vector<int32_t>{4, 9, 4, 1, 2, 4}, 8), ElementsAre(1, 2, 4));
+  // A longer key wins over a later one-token match: "3 4" at the start.
+  EXPECT_THAT(DraftByNgram(std::vector<int32_t>{3, 4, 5, 4, 6, 3, 4}, 2), ElementsAre(5, 4));
+}
+
+TEST(DraftByNgramTest, NothingWhenTheLastTokenNeverOccurredBefore) {
   EXPECT_THAT(DraftByNgram(std::vector<int32_t>{1, 2, 3, 4, 5}, 4), IsEmpty());
   EXPECT_THAT(DraftByNgram(std::vector<int32_t>{1}, 4), IsEmpty());
   EXPECT_THAT(DraftByNgram(std::vector<int32_t>{}, 4), IsEmpty());
 }
 
-TEST(DraftBudgetTest, DraftsAllItMayBeforeItHasMeasuredAnything) {
-  EXPECT_EQ(DraftBudget(8).Next(), 8u);
-  EXPECT_EQ(DraftBudget(1000).Next(), kMaxDrafts);
+TEST(DraftBudgetTest, DraftsAllItMayAndMeasuresAPlainTrip) {
+  DraftBudget budget(8);
+  EXPECT_EQ(budget.Next(), 8u);
+  budget.Record(8, 0, 0.030);
+  // No plain trip measured yet: the next step is one.
+  EXPECT_EQ(budget.Next(), 0u);
+  budget.Record(0, 0, 0.010);
+  // The drafts' cost is measured against it from the next drafting step
+  // on: positions cost half a trip each, and drafts never match.
+  EXPECT_EQ(budget.Next(), 8u);
+  budget.Record(8, 0, 0.050);
+  EXPECT_EQ(budget.Next(), 0u);
+  // Steps whose trips are not known (steps in flight) measure nothing:
+  // every other step stays plain until one is.
+  DraftBudget unmeasured(1000);
+  EXPECT_EQ(unmeasured.Next(), kMaxDrafts);
+  unmeasured.Record(kMaxDrafts, 0, 0);
+  EXPECT_EQ(unmeasured.Next(), 0u);
+  unmeasured.Record(0, 0, 0);
+  EXPECT_EQ(unmeasured.Next(), kMaxDrafts);
   EXPECT_EQ(DraftBudget(0).Next(), 0u);
 }
 
