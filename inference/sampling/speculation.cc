@@ -47,12 +47,9 @@ double DraftBudget::MatchOdds(uint32_t guesses) const {
 
 uint32_t DraftBudget::Next() {
   if (max_ == 0) return 0;
-  if (plain_trip_ == 0) {
-    // Every other step plain until one's trip is measured: the drafts'
-    // cost is measured against it.
-    const bool plain = plain_turn_;
-    plain_turn_ = !plain_turn_;
-    if (plain) return 0;
+  if (plain_wanted_) {
+    plain_wanted_ = false;
+    return 0;
   }
   const double q = MatchRate();
   const double t0 = plain_trip_ > 0 ? plain_trip_ : 1;
@@ -84,6 +81,8 @@ void DraftBudget::Record(uint32_t drafted, uint32_t accepted, double trip_second
       smooth(plain_trip_, trip_seconds);
     } else if (plain_trip_ > 0) {
       smooth(draft_seconds_, std::max(0.0, trip_seconds - plain_trip_) / drafted);
+    } else {
+      plain_wanted_ = true;  // to measure the drafts' cost against
     }
   }
   if (drafted == 0) return;

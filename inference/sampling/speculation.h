@@ -45,9 +45,10 @@ std::vector<int32_t> DraftByNgram(std::span<const int32_t> history, uint32_t max
 // grows where trips cost more than positions (a ring with slow links).
 // While it does not draft it still tries one draft every 32 steps, so it
 // notices a text that starts repeating. Until it has measured them it takes
-// q = 1/2 and m = 0, so it drafts all it may, but every other step is
-// plain until a plain trip is measured (t0): a text in which lookup always
-// finds a guess still gets its drafts' cost measured.
+// q = 1/2 and m = 0, so it drafts all it may; once a drafting step's trip
+// is measured without a plain one to compare it with, the next step is
+// plain (t0), so a text in which lookup always finds a guess still gets
+// its drafts' cost measured.
 //
 // Speculation is exact whatever this decides: it only trades the extra
 // positions each step computes against the trips it saves. Not
@@ -79,7 +80,7 @@ class DraftBudget {
   double matched_ = 0;        // drafts accepted, decayed
   double rejected_ = 0;       // drafting steps that rejected a draft, decayed
   uint32_t since_draft_ = 0;  // steps since the last that carried drafts
-  bool plain_turn_ = false;   // while t0 is unmeasured: whether the next step is plain
+  bool plain_wanted_ = false;  // the next step is plain, to measure t0
 };
 
 }  // namespace ringlm

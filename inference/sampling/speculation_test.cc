@@ -44,7 +44,7 @@ TEST(DraftBudgetTest, DraftsAllItMayAndMeasuresAPlainTrip) {
   DraftBudget budget(8);
   EXPECT_EQ(budget.Next(), 8u);
   budget.Record(8, 0, 0.030);
-  // No plain trip measured yet: the next step is one.
+  // A drafting trip, and no plain one to compare it with: the next step is.
   EXPECT_EQ(budget.Next(), 0u);
   budget.Record(0, 0, 0.010);
   // The drafts' cost is measured against it from the next drafting step
@@ -52,13 +52,11 @@ TEST(DraftBudgetTest, DraftsAllItMayAndMeasuresAPlainTrip) {
   EXPECT_EQ(budget.Next(), 8u);
   budget.Record(8, 0, 0.050);
   EXPECT_EQ(budget.Next(), 0u);
-  // Steps whose trips are not known (steps in flight) measure nothing:
-  // every other step stays plain until one is.
+  // Steps whose trips are not known (steps in flight) measure nothing,
+  // and there is nothing to compare.
   DraftBudget unmeasured(1000);
   EXPECT_EQ(unmeasured.Next(), kMaxDrafts);
-  unmeasured.Record(kMaxDrafts, 0, 0);
-  EXPECT_EQ(unmeasured.Next(), 0u);
-  unmeasured.Record(0, 0, 0);
+  unmeasured.Record(kMaxDrafts, kMaxDrafts, 0);
   EXPECT_EQ(unmeasured.Next(), kMaxDrafts);
   EXPECT_EQ(DraftBudget(0).Next(), 0u);
 }
