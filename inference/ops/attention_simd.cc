@@ -209,8 +209,8 @@ HWY_INLINE hn::Vec<DF> AddTailInDouble(hn::Vec<DF> dot, const float* q, int64_t 
 // first `rem` lanes are stored to scores + g * scores_stride.
 template <int G>
 HWY_INLINE void ScoresOfKeyLanes(const float* q, int64_t dim, int64_t np, const uint32_t* base,
-                                 hn::Vec<DI> index, size_t rem,
-                                 float scale, float* scores, int64_t scores_stride) {
+                                 hn::Vec<DI> index, size_t rem, float scale, float* scores,
+                                 int64_t scores_stride) {
   const DF df;
   const DU du;
   constexpr size_t kN = hn::MaxLanes(DF());

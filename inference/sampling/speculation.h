@@ -75,11 +75,11 @@ class DraftBudget {
   double MatchRate() const;  // q
 
   const uint32_t max_;
-  double plain_trip_ = 0;     // t0, seconds; 0 = not measured yet
-  double draft_seconds_ = 0;  // m, seconds per draft position
-  double matched_ = 0;        // drafts accepted, decayed
-  double rejected_ = 0;       // drafting steps that rejected a draft, decayed
-  uint32_t since_draft_ = 0;  // steps since the last that carried drafts
+  double plain_trip_ = 0;      // t0, seconds; 0 = not measured yet
+  double draft_seconds_ = 0;   // m, seconds per draft position
+  double matched_ = 0;         // drafts accepted, decayed
+  double rejected_ = 0;        // drafting steps that rejected a draft, decayed
+  uint32_t since_draft_ = 0;   // steps since the last that carried drafts
   bool plain_wanted_ = false;  // the next step is plain, to measure t0
 };
 
