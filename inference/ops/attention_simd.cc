@@ -3,16 +3,19 @@
 //   - Scores on x86: keys in the lanes (16 on AVX-512, 8 on AVX2), fetched
 //     two f16 at a time by 32-bit gathers shared by up to 8 queries; each of
 //     ggml's 32 accumulator lanes is a chain of fused multiply-adds, and the
-//     reduction tree runs lane-wise. Elsewhere (ARM, and rows a gather cannot
-//     reach): 4 keys at a time widened to f32 once for all the queries, each
-//     dot product in ggml's 4 accumulators of 8 lanes (two 4-lane halves on
-//     ARM), the tree's last steps (two hadds) serving the 4 keys together.
+//     reduction tree runs lane-wise; ggml's tail (dim % 32 products, added
+//     in double) runs in key lanes too. Elsewhere (ARM, and rows a gather
+//     cannot reach): 4 keys at a time widened to f32 once for all the
+//     queries, each dot product in ggml's 4 accumulators of 8 lanes (two
+//     4-lane halves on ARM), the tree's last steps (two hadds) serving the 4
+//     keys together.
 //   - Weighted sum: lanes hold different d, so each lane is one of ggml's dot
 //     products over the keys. Its 32 accumulators (key j goes to j % 32) are
 //     taken one at a time, each a chain over the keys j, j + 32, ... in
 //     registers for a slab of the head dimension and up to 4 queries, which
 //     share each load of the values, a window of keys at a time; then the
-//     reduction tree.
+//     reduction tree. What is left narrower than a vector takes 8 lanes,
+//     then 4, then the reference.
 // Targets without F16 conversion instructions or FMA (EMU128, SCALAR) run
 // the references.
 #undef HWY_TARGET_INCLUDE
