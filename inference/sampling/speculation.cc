@@ -42,6 +42,7 @@ DraftBudget::DraftBudget(uint32_t max_drafts) : max_(std::min(max_drafts, kMaxDr
 double DraftBudget::MatchRate() const { return (matched_ + 1) / (matched_ + rejected_ + 2); }
 
 double DraftBudget::MatchOdds(uint32_t guesses) const {
+  if (matched_ + rejected_ == 0) return 0;  // no draft checked yet: no evidence
   return std::pow(MatchRate(), static_cast<double>(guesses));
 }
 

@@ -65,7 +65,8 @@ class DraftBudget {
   void Record(uint32_t drafted, uint32_t accepted, double trip_seconds);
   // How likely the next `guesses` guesses all match, from the same
   // measurement as Next(): whether a step sent ahead, betting that the
-  // steps before it are accepted whole, is worth sending.
+  // steps before it are accepted whole, is worth sending. 0 until a step
+  // has checked drafts: the prior alone never sends a step ahead.
   double MatchOdds(uint32_t guesses) const;
 
  private:

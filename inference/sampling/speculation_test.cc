@@ -61,6 +61,18 @@ TEST(DraftBudgetTest, DraftsAllItMayAndMeasuresAPlainTrip) {
   EXPECT_EQ(DraftBudget(0).Next(), 0u);
 }
 
+TEST(DraftBudgetTest, OddsOfABetRestOnDraftsChecked) {
+  DraftBudget budget(8);
+  EXPECT_EQ(budget.MatchOdds(1), 0.0);
+  budget.Record(0, 0, 0.010);  // a plain step checks nothing
+  EXPECT_EQ(budget.MatchOdds(1), 0.0);
+  budget.Record(4, 4, 0.010);
+  EXPECT_GT(budget.MatchOdds(1), 0.8);
+  EXPECT_LT(budget.MatchOdds(9), budget.MatchOdds(1));
+  for (int i = 0; i < 20; ++i) budget.Record(4, 0, 0.010);
+  EXPECT_LT(budget.MatchOdds(1), 0.2);
+}
+
 // Trips of 10 ms, each draft position adding `per_draft` ms; drafts matching
 // with probability about `q` each (a step accepts while they match).
 DraftBudget Measured(double per_draft_ms, double q) {
