@@ -188,7 +188,8 @@ def main():
                   f"{a.ctx_size or 'of the model'}, max {a.max_drafts} drafts, "
                   f"best of {a.repeats}", flush=True)
             print(f"{'mode':<24} {'prompt':<18} {'tokens':>6} {'ms_per_token':>12} "
-                  f"{'tokens_per_s':>12} {'tokens_per_trip':>15} {'acceptance':>10} {'speedup':>8}", flush=True)
+                  f"{'tokens_per_s':>12} {'tokens_per_trip':>15} {'acceptance':>10} "
+                  f"{'speedup':>8}", flush=True)
             total = {mode: 0.0 for mode, _ in modes(a)}
             for prompt in prompts:
                 best = measure(a, head, key, prompt)
