@@ -80,6 +80,19 @@ inline const uint8_t* NibbleBlock(const uint8_t* row, int64_t b, uint16_t* d16, 
 // AVX512-VNNI: one zmm holds the 8 lanes of (row r, token 2p) in its low half
 // and of (row r, token 2p + 1) in its high half.
 
+// The nibbles of v's 128-bit chunks: chunks 0 and 2 keep the low nibbles,
+// 1 and 3 the high ones (each chunk holds 16 bytes of a nibble block).
+RINGLM_VNNI_TARGET inline __m512i SplitNibbles(__m512i v) {
+  return _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)),
+                          _mm512_set1_epi8(0x0F));
+}
+
+// One nibble block's 16 bytes as 64 values: positions 0..31, twice.
+RINGLM_VNNI_TARGET inline __m512i NibblesOfBlock(const uint8_t* qs) {
+  return SplitNibbles(
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
+}
+
 template <int R, int P, QGemmKind K>
 RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                                    size_t pair_stride, int64_t nb, float* out, int out_stride) {
@@ -93,7 +106,6 @@ RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uin
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
   // The value offset of the nibble types (8, or 16 with Q5_0's fifth bit).
   const __m512i koffset = _mm512_set1_epi8(kQ5 ? 16 : 8);
-  const __m512i k0f = _mm512_set1_epi8(0x0F);
   const __m512i k10 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < nb; ++b) {
     __m512i xv[P];
@@ -115,12 +127,8 @@ RINGLM_VNNI_TARGET void KernelVnni(const uint8_t* w, size_t row_bytes, const uin
       if constexpr (kQ4) {
         uint32_t qh;
         const uint8_t* qs = NibbleBlock<K>(wr, b, &d16, &qh);
-        // 128-bit lanes 0 and 2: low nibbles (positions 0..15); lanes 1 and
-        // 3: high nibbles (positions 16..31). Byte i is position i % 32, so
-        // Q5_0's fifth bits are qh twice over.
-        const __m512i v =
-            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-        wv = _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+        // Byte i is position i % 32, so Q5_0's fifth bits are qh twice over.
+        wv = NibblesOfBlock(qs);
         if constexpr (kQ5) {
           wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(qh | (uint64_t{qh} << 32), k10));
         }
@@ -168,7 +176,6 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i koffset = _mm512_set1_epi8(kQ5 ? 16 : 8);
-  const __m512i k0f = _mm512_set1_epi8(0x0F);
   const __m512i k10 = _mm512_set1_epi8(0x10);
   // Picks f32 lane 0 into the low half and lane 1 into the high half.
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -200,8 +207,7 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
         const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1));
         const __m512i v =
             _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
-        __m512i wv =
-            _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+        __m512i wv = SplitNibbles(v);
         if constexpr (kQ5) {  // bytes 0-31: row 2j's positions, 32-63: row 2j + 1's
           wv = _mm512_or_si512(wv, _mm512_maskz_mov_epi8(qh0 | (uint64_t{qh1} << 32), k10));
         }
@@ -228,6 +234,16 @@ RINGLM_VNNI_TARGET void KernelVnniOneToken(const uint8_t* w, size_t row_bytes, c
 // ---------------------------------------------------------------------------
 // AVX2: one ymm holds the 8 lanes of one (row, token).
 
+// One nibble block's 16 bytes as 32 values, byte i = position i: both
+// halves hold the 16 bytes and the high half shifts them right by 4 (32-bit
+// lanes: the bits that cross a byte are masked off).
+RINGLM_AVX2_TARGET inline __m256i NibblesOfBlockAvx2(const uint8_t* qs) {
+  const __m256i q =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0)),
+                          _mm256_set1_epi8(0x0F));
+}
+
 // Q5_0's fifth bits as bytes: byte i = 0x10 where bit i of qh is set.
 RINGLM_AVX2_TARGET inline __m256i FifthBits(uint32_t qh) {
   // Byte i takes byte i / 8 of qh, then keeps its bit i % 8.
@@ -252,8 +268,6 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
   const __m256i ones = _mm256_set1_epi16(1);
   // The value offset of the nibble types (8, or 16 with Q5_0's fifth bit).
   const __m256i koffset = _mm256_set1_epi8(kQ5 ? 16 : 8);
-  const __m256i k0f = _mm256_set1_epi8(0x0F);
-  const __m256i nibble_shift = _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[T];
     __m256i xsum8[T];  // Q4_0/Q5_0: offset * sum of 4 activations, per lane
@@ -272,12 +286,7 @@ RINGLM_AVX2_TARGET void KernelAvx2(const uint8_t* w, size_t row_bytes, const uin
       if constexpr (kQ4) {
         uint32_t qh;
         const uint8_t* qs = NibbleBlock<K>(wr, b, &d16, &qh);
-        // Both halves hold the 16 bytes; the high half shifts them right by
-        // 4 (32-bit lanes: the bits that cross a byte are masked off). Byte i
-        // is position i.
-        const __m256i q =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-        wv = _mm256_and_si256(_mm256_srlv_epi32(q, nibble_shift), k0f);
+        wv = NibblesOfBlockAvx2(qs);
         if constexpr (kQ5) wv = _mm256_or_si256(wv, FifthBits(qh));
       } else {
         const BlockQ8_0* blk = reinterpret_cast<const BlockQ8_0*>(wr) + b;
@@ -338,8 +347,6 @@ RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, c
   for (int g = 0; g < kGroups; ++g) acc[g] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i k8 = _mm256_set1_epi8(8);
-  const __m256i k0f = _mm256_set1_epi8(0x0F);
-  const __m256i nibble_shift = _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0);
   for (int64_t b = 0; b < nb; ++b) {
     __m256i xv[T];
     __m256i xsum8[T];  // 8 * sum of 4 activations, per lane
@@ -358,9 +365,7 @@ RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, c
       uint16_t d16;
       std::memcpy(&d16, &blk->d, sizeof(d16));
       dw[r] = _cvtsh_ss(d16);
-      const __m256i q =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
-      wv[r] = _mm256_and_si256(_mm256_srlv_epi32(q, nibble_shift), k0f);
+      wv[r] = NibblesOfBlockAvx2(blk->qs);
     }
     for (int g = 0; g < kGroups; ++g) {
       __m256i sums[8];
@@ -431,7 +436,6 @@ RINGLM_VNNI_TARGET void KernelVnniRepacked(const uint8_t* w, size_t row_bytes, c
   for (int g = 0; g < kGroups; ++g) acc[g] = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k8 = _mm512_set1_epi8(8);
-  const __m512i k0f = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     __m512i xv[P];
     __m512i xcorr[P];  // -8 * sum of 4 activations, per lane
@@ -451,10 +455,7 @@ RINGLM_VNNI_TARGET void KernelVnniRepacked(const uint8_t* w, size_t row_bytes, c
       uint16_t d16;
       std::memcpy(&d16, &blk->d, sizeof(d16));
       dw[r] = _cvtsh_ss(d16);
-      const __m512i v =
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
-      const __m512i wv =
-          _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+      const __m512i wv = NibblesOfBlock(blk->qs);
       for (int p = 0; p < P; ++p) sums[r * P + p] = _mm512_dpbusd_epi32(xcorr[p], wv, xv[p]);
     }
     for (int n = kZmm; n < kGroups * 4; ++n) sums[n] = zero;
@@ -502,7 +503,6 @@ RINGLM_VNNI_TARGET void KernelVnniIq4Nl(const uint8_t* w, size_t row_bytes, cons
   int32_t last[R][2 * P] = {};  // an odd last block's integer sums
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i k0f = _mm512_set1_epi8(0x0F);
   const __m512i levels =
       _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
   for (int64_t b = 0; b < nb; ++b) {
@@ -520,10 +520,7 @@ RINGLM_VNNI_TARGET void KernelVnniIq4Nl(const uint8_t* w, size_t row_bytes, cons
       uint16_t d16;
       std::memcpy(&d16, &blk->d, sizeof(d16));
       // As Q4_0's nibbles (positions 0..15, 16..31, twice), looked up.
-      const __m512i v =
-          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->qs)));
-      const __m512i wv = _mm512_shuffle_epi8(
-          levels, _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f));
+      const __m512i wv = _mm512_shuffle_epi8(levels, NibblesOfBlock(blk->qs));
       const __m512i wcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k80, wv));
       const __m512 dw = _mm512_set1_ps(_cvtsh_ss(d16));
       for (int p = 0; p < P; ++p) {
@@ -571,7 +568,6 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
   __m256 acc = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k8 = _mm512_set1_epi8(8);
-  const __m512i k0f = _mm512_set1_epi8(0x0F);
   constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = x + b * kQGemmRecordBytes;
@@ -592,8 +588,7 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
       const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2));
       const __m512i v =
           _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
-      const __m512i wv =
-          _mm512_and_si512(_mm512_mask_blend_epi64(0xCC, v, _mm512_srli_epi16(v, 4)), k0f);
+      const __m512i wv = SplitNibbles(v);
       sums[j] = _mm512_dpbusd_epi32(xcorr, wv, xv);
     }
     for (int j = RP; j < 4; ++j) sums[j] = zero;
