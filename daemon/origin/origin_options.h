@@ -72,9 +72,13 @@ struct OriginOptions {
 // What the origin needs from the cluster. Each may block, within a
 // deadline; all are called without the origin's locks held.
 struct OriginClusterHooks {
-  // Checks one stage's node (with a deadline).
+  // Checks one stage's node (with a deadline): Unavailable when it does not
+  // answer as itself (unreachable); FailedPrecondition when it answers but
+  // restarted since the plan was made (it serves; the request's KV there is
+  // gone, so the request replays).
   std::function<absl::Status(const v1::PlanStage&)> health;
-  // A node failed its health check: the cluster forgets it.
+  // A node did not answer its health check as itself: the cluster forgets
+  // it. Never called for a node that only restarted.
   std::function<void(const std::string& node_id)> on_unreachable;
   // Waits until `deadline` for a plan every node agrees on that names none
   // of `avoid`; an error when none comes, or when the remaining nodes cannot

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "daemon/rpc/proto_convert.h"
@@ -102,14 +103,16 @@ void OriginRecovery::Replan(const std::string& request_id, uint32_t attempt, v1:
                             absl::Status why) {
   const OriginClusterHooks& cluster = context_.cluster;
   // Which stages failed: they must not be in the next plan. A stage that
-  // answers may have failed only this request (its queue was full, say).
+  // answers may have failed only this request (its queue was full, say); one
+  // that restarted serves as a member (reporting it would drop its new
+  // instance from the cluster), and the replay recomputes there.
   std::vector<std::string> avoid;
   for (const v1::PlanStage& stage : failed_plan.stages()) {
     if (stage.node_id() == context_.self_id) continue;
-    if (!cluster.health(stage).ok()) {
-      avoid.push_back(stage.node_id());
-      cluster.on_unreachable(stage.node_id());
-    }
+    const absl::Status s = cluster.health(stage);
+    if (s.ok() || absl::IsFailedPrecondition(s)) continue;
+    avoid.push_back(stage.node_id());
+    cluster.on_unreachable(stage.node_id());
   }
   absl::StatusOr<v1::Plan> plan = cluster.await_plan(
       avoid, std::chrono::steady_clock::now() + context_.options.recovery_timeout);
@@ -218,7 +221,8 @@ void OriginRecovery::WatchdogLoop() {
       if (node_id == context_.self_id) continue;
       absl::Status s = context_.cluster.health(stage);
       if (s.ok()) continue;
-      context_.cluster.on_unreachable(node_id);
+      // Restarted: its requests replay, but it stays a member.
+      if (!absl::IsFailedPrecondition(s)) context_.cluster.on_unreachable(node_id);
       std::vector<std::pair<std::string, uint32_t>> affected;
       {
         absl::MutexLock lock(&table_->mu);

@@ -119,6 +119,27 @@ TEST_F(OriginRecoveryUnitTest, AFailedAttemptIsCancelledAndReplayedWithoutTheDea
   EXPECT_TRUE(failed_.empty());
 }
 
+// A stage that restarted answers as a new instance: the request replays
+// (its KV there is gone), on a plan that may keep the node, and the node is
+// not reported unreachable, which would drop its new instance from the
+// cluster (a restarted node then rejoined a whole announcement later).
+TEST_F(OriginRecoveryUnitTest, AStageThatRestartedIsReplayedOnAndNotReported) {
+  {
+    absl::MutexLock lock(&mu_);
+    restarted_ = {"c"};
+    plans_ = {PlanOf({"o", "b", "c"}, 2)};
+  }
+  AddRunning(3);
+  recovery_->Recover("r", 0, absl::UnavailableError("forwarding to stage 2"));
+  const auto [to, replay] = transport_.WaitStep(1);
+  EXPECT_EQ(replay.request_id(), "r#1");
+  EXPECT_EQ(replay.plan().stages_size(), 3);
+  absl::MutexLock lock(&mu_);
+  EXPECT_TRUE(unreachable_.empty());
+  EXPECT_EQ(avoided_, std::vector<std::vector<std::string>>{{}});
+  EXPECT_TRUE(failed_.empty());
+}
+
 TEST_F(OriginRecoveryUnitTest, AStaleAttemptOrARecoveringRequestIsLeftAlone) {
   {
     absl::MutexLock lock(&mu_);
@@ -254,6 +275,25 @@ TEST_F(OriginRecoveryUnitTest, TheWatchdogRecoversFromAStageThatStopsAnswering) 
   EXPECT_THAT(unreachable_, Contains("b"));
   ASSERT_FALSE(avoided_.empty());
   EXPECT_EQ(avoided_[0], std::vector<std::string>{"b"});
+}
+
+TEST_F(OriginRecoveryUnitTest, TheWatchdogReplaysFromAStageThatRestartedWithoutReportingIt) {
+  OriginOptions options;
+  options.health_interval = 100ms;
+  Start(options);
+  {
+    absl::MutexLock lock(&mu_);
+    plans_ = {PlanOf({"o", "b", "c"}, 2)};
+  }
+  AddRunning(1);
+  {
+    absl::MutexLock lock(&mu_);
+    restarted_ = {"b"};
+  }
+  const v1::StageStepRequest replay = transport_.WaitStep(1).second;
+  EXPECT_EQ(replay.request_id(), "r#1");
+  absl::MutexLock lock(&mu_);
+  EXPECT_TRUE(unreachable_.empty());
 }
 
 TEST_F(OriginRecoveryUnitTest, AResumedAttemptCountsItsReplay) {

@@ -104,7 +104,8 @@ class RecordingTransport : public Transport {
 };
 
 // The cluster as the origin's hooks see it, for the origin's test fixtures
-// (which derive from it): nodes in dead_ fail their health call, what the
+// (which derive from it): nodes in dead_ fail their health call, those in
+// restarted_ answer as a new instance (FailedPrecondition), what the
 // origin reports unreachable is recorded, and await_plan hands out plans_
 // in order (ResourceExhausted once none is left), recording what each call
 // avoided. Thread-safe through mu_, which fixtures also use for their own
@@ -116,8 +117,11 @@ class FakeClusterHooks {
   void InstallOn(OriginClusterHooks& hooks) {
     hooks.health = [this](const v1::PlanStage& s) {
       absl::MutexLock lock(&mu_);
-      return dead_.count(s.node_id()) ? absl::UnavailableError("connection refused")
-                                      : absl::OkStatus();
+      if (dead_.count(s.node_id())) return absl::UnavailableError("connection refused");
+      if (restarted_.count(s.node_id())) {
+        return absl::FailedPreconditionError("restarted since the plan was made");
+      }
+      return absl::OkStatus();
     };
     hooks.on_unreachable = [this](const std::string& id) {
       absl::MutexLock lock(&mu_);
@@ -136,6 +140,7 @@ class FakeClusterHooks {
 
   absl::Mutex mu_;
   std::set<std::string> dead_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> restarted_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> unreachable_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<std::string>> avoided_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::Plan> plans_ ABSL_GUARDED_BY(mu_);
