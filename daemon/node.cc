@@ -226,7 +226,7 @@ void Node::MakeRing() {
     }
     // Restarted since the plan was made: the request's KV there is gone.
     if (stage.instance_id() != 0 && reply.instance_id() != stage.instance_id()) {
-      return absl::FailedPreconditionError("restarted since the plan was made");
+      return RestartedSincePlan();
     }
     return absl::OkStatus();
   };

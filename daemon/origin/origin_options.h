@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "daemon/origin/origin_metrics.h"
 #include "daemon/rpc/transport.h"
 #include "proto/ringlm.pb.h"
@@ -69,13 +70,24 @@ struct OriginOptions {
   std::chrono::milliseconds recovery_timeout{15000};
 };
 
+// The health hook's answer for a node that answers as itself but restarted
+// since the plan was made: it serves (a member), but a request's KV there
+// is gone, so the request replays. Unavailable, marked by a payload.
+inline constexpr char kRestartedSincePlanPayload[] = "ringlm.dev/restarted";
+inline absl::Status RestartedSincePlan() {
+  absl::Status s = absl::UnavailableError("restarted since the plan was made");
+  s.SetPayload(kRestartedSincePlanPayload, absl::Cord("1"));
+  return s;
+}
+inline bool IsRestartedSincePlan(const absl::Status& s) {
+  return s.GetPayload(kRestartedSincePlanPayload).has_value();
+}
+
 // What the origin needs from the cluster. Each may block, within a
 // deadline; all are called without the origin's locks held.
 struct OriginClusterHooks {
-  // Checks one stage's node (with a deadline): Unavailable when it does not
-  // answer as itself (unreachable); FailedPrecondition when it answers but
-  // restarted since the plan was made (it serves; the request's KV there is
-  // gone, so the request replays).
+  // Checks one stage's node (with a deadline): OK, RestartedSincePlan(), or
+  // another error when it does not answer as itself (unreachable).
   std::function<absl::Status(const v1::PlanStage&)> health;
   // A node did not answer its health check as itself: the cluster forgets
   // it. Never called for a node that only restarted.

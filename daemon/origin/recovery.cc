@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "daemon/rpc/proto_convert.h"
@@ -110,7 +109,7 @@ void OriginRecovery::Replan(const std::string& request_id, uint32_t attempt, v1:
   for (const v1::PlanStage& stage : failed_plan.stages()) {
     if (stage.node_id() == context_.self_id) continue;
     const absl::Status s = cluster.health(stage);
-    if (s.ok() || absl::IsFailedPrecondition(s)) continue;
+    if (s.ok() || IsRestartedSincePlan(s)) continue;
     avoid.push_back(stage.node_id());
     cluster.on_unreachable(stage.node_id());
   }
@@ -222,7 +221,7 @@ void OriginRecovery::WatchdogLoop() {
       absl::Status s = context_.cluster.health(stage);
       if (s.ok()) continue;
       // Restarted: its requests replay, but it stays a member.
-      if (!absl::IsFailedPrecondition(s)) context_.cluster.on_unreachable(node_id);
+      if (!IsRestartedSincePlan(s)) context_.cluster.on_unreachable(node_id);
       std::vector<std::pair<std::string, uint32_t>> affected;
       {
         absl::MutexLock lock(&table_->mu);

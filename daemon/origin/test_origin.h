@@ -105,7 +105,7 @@ class RecordingTransport : public Transport {
 
 // The cluster as the origin's hooks see it, for the origin's test fixtures
 // (which derive from it): nodes in dead_ fail their health call, those in
-// restarted_ answer as a new instance (FailedPrecondition), what the
+// restarted_ answer as a new instance (RestartedSincePlan()), what the
 // origin reports unreachable is recorded, and await_plan hands out plans_
 // in order (ResourceExhausted once none is left), recording what each call
 // avoided. Thread-safe through mu_, which fixtures also use for their own
@@ -118,9 +118,7 @@ class FakeClusterHooks {
     hooks.health = [this](const v1::PlanStage& s) {
       absl::MutexLock lock(&mu_);
       if (dead_.count(s.node_id())) return absl::UnavailableError("connection refused");
-      if (restarted_.count(s.node_id())) {
-        return absl::FailedPreconditionError("restarted since the plan was made");
-      }
+      if (restarted_.count(s.node_id())) return RestartedSincePlan();
       return absl::OkStatus();
     };
     hooks.on_unreachable = [this](const std::string& id) {
