@@ -28,6 +28,7 @@ struct BenchSettings {
   int64_t n_gen = 32;
   int64_t depth = 0;  // positions already in the cache when a test starts
   int64_t repetitions = 3;
+  int64_t batch = 1;  // sessions that decode together in the tg test
   int threads = 1;
 };
 
@@ -37,6 +38,7 @@ struct TestResult {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
   int64_t depth = 0;
+  int64_t batch = 1;
   std::vector<double> samples;
   double mean = 0;
   double stddev = 0;
@@ -116,37 +118,55 @@ absl::StatusOr<double> RunPrompt(const StageEngine& engine, const KvCache& at_de
   return tokens.size() / Seconds(start);
 }
 
-// tokens[0] as an untimed one-token prompt into a fork of `at_depth`, then
-// one decode step per other token: tokens/s of the decode steps.
+// Generation in `streams.size()` sessions at once, each a fork of
+// `at_depth`: its tokens[0] as an untimed one-token prompt, then one batched
+// decode step (ForwardBatch: each weight read once for every session) per
+// other token. Tokens/s of all sessions together, over the decode steps.
 absl::StatusOr<double> RunGeneration(const StageEngine& engine, const KvCache& at_depth,
-                                     const std::vector<int32_t>& tokens) {
-  KvCache cache = at_depth.Fork(at_depth.n_positions());
-  std::vector<float> logits;
-  std::span<const int32_t> ids(tokens);
-  absl::Status st =
-      engine.Forward(cache, StageInput{ids.subspan(0, 1), {}}, LogitsMode::kLastPosition, &logits);
-  if (!st.ok()) return st;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    st = engine.Forward(cache, StageInput{ids.subspan(i, 1), {}}, LogitsMode::kLastPosition,
-                        &logits);
+                                     const std::vector<std::vector<int32_t>>& streams) {
+  const size_t n = streams.size();
+  std::vector<KvCache> caches;
+  caches.reserve(n);
+  std::vector<std::vector<float>> logits(n);
+  for (size_t b = 0; b < n; ++b) {
+    caches.push_back(at_depth.Fork(at_depth.n_positions()));
+    const std::span<const int32_t> first(streams[b].data(), 1);
+    absl::Status st =
+        engine.Forward(caches[b], StageInput{first, {}}, LogitsMode::kLastPosition, &logits[b]);
     if (!st.ok()) return st;
   }
-  return (tokens.size() - 1) / Seconds(start);
+  std::vector<StageBatchItem> items(n);
+  const size_t steps = streams[0].size() - 1;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 1; i <= steps; ++i) {
+    for (size_t b = 0; b < n; ++b) {
+      items[b] = StageBatchItem{&caches[b], StageInput{std::span(streams[b]).subspan(i, 1), {}},
+                                &logits[b]};
+    }
+    absl::Status st =
+        n == 1 ? engine.Forward(caches[0], items[0].input, LogitsMode::kLastPosition, &logits[0])
+               : engine.ForwardBatch(items, LogitsMode::kLastPosition);
+    if (!st.ok()) return st;
+  }
+  return n * steps / Seconds(start);
 }
 
 // One warm-up run, then `repetitions` measured ones.
+// `tokens` holds the prompt (pp), or one token stream per session (tg).
 absl::StatusOr<TestResult> Measure(const BenchSettings& s, bool prompt, const StageEngine& engine,
-                                   const KvCache& at_depth, const std::vector<int32_t>& tokens) {
+                                   const KvCache& at_depth,
+                                   const std::vector<std::vector<int32_t>>& tokens) {
   TestResult r;
   r.n_prompt = prompt ? s.n_prompt : 0;
   r.n_gen = prompt ? 0 : s.n_gen;
   r.depth = s.depth;
+  r.batch = prompt ? 1 : s.batch;
   r.name = prompt ? absl::StrCat("pp", s.n_prompt) : absl::StrCat("tg", s.n_gen);
+  if (r.batch > 1) absl::StrAppend(&r.name, " x", r.batch);
   if (s.depth > 0) absl::StrAppend(&r.name, " @ d", s.depth);
   for (int64_t i = 0; i <= s.repetitions; ++i) {
     absl::StatusOr<double> ts =
-        prompt ? RunPrompt(engine, at_depth, tokens) : RunGeneration(engine, at_depth, tokens);
+        prompt ? RunPrompt(engine, at_depth, tokens[0]) : RunGeneration(engine, at_depth, tokens);
     if (!ts.ok()) return ts.status();
     if (i > 0) r.samples.push_back(*ts);
   }
@@ -167,18 +187,23 @@ std::string Params(uint64_t n) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  ArgParser p("ringlm bench --model PATH [-p 128] [-n 32] [-d 0] [-r 3] [-t THREADS] [--json]",
-              "Measures prompt processing (pp: a prefill of -p random tokens into a fresh\n"
-              "cache) and text generation (tg: -n single-token decode steps) in tokens/s,\n"
-              "like llama-bench: mean ± sample stddev of -r runs, after one warm-up run.\n"
-              "With -d, each run starts from a cache already holding that many positions\n"
-              "(llama-bench's \"pp512 @ d1024\").");
+  ArgParser p(
+      "ringlm bench --model PATH [-p 128] [-n 32] [-b 1] [-d 0] [-r 3] [-t THREADS] [--json]",
+      "Measures prompt processing (pp: a prefill of -p random tokens into a fresh\n"
+      "cache) and text generation (tg: -n single-token decode steps) in tokens/s,\n"
+      "like llama-bench: mean ± sample stddev of -r runs, after one warm-up run.\n"
+      "With -d, each run starts from a cache already holding that many positions\n"
+      "(llama-bench's \"pp512 @ d1024\"). With -b, the tg test decodes that many\n"
+      "sessions together, one batched step per token, and counts all their\n"
+      "tokens (llama-batched-bench's S_TG; \"tg32 x8\").");
   p.AddOption("model", "PATH", "GGUF model file");
   p.AddAlias("-m", "model");
   p.AddOption("n-prompt", "N", "prompt tokens of the pp test; 0 = skip it", "128");
   p.AddAlias("-p", "n-prompt");
   p.AddOption("n-gen", "N", "generated tokens of the tg test; 0 = skip it", "32");
   p.AddAlias("-n", "n-gen");
+  p.AddOption("batch", "N", "sessions that decode together in the tg test (1 to 256)", "1");
+  p.AddAlias("-b", "batch");
   p.AddOption("n-depth", "N", "positions already in the cache when each test starts", "0");
   p.AddAlias("-d", "n-depth");
   p.AddOption("repetitions", "N", "measured runs of each test", "3");
@@ -196,14 +221,16 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   auto n_gen = p.GetInt("n-gen", 0, 1 << 20);
   auto reps = p.GetInt("repetitions", 1, 1000);
   auto depth = p.GetInt("n-depth", 0, 1 << 20);
+  auto batch = p.GetInt("batch", 1, 256);
   for (const absl::Status& st :
-       {n_prompt.status(), n_gen.status(), reps.status(), depth.status()}) {
+       {n_prompt.status(), n_gen.status(), reps.status(), depth.status(), batch.status()}) {
     if (!st.ok()) return Fail(st, err);
   }
   s.n_prompt = *n_prompt;
   s.n_gen = *n_gen;
   s.repetitions = *reps;
   s.depth = *depth;
+  s.batch = *batch;
   if (s.n_prompt == 0 && s.n_gen == 0) {
     return Fail(absl::InvalidArgumentError("-p and -n are both 0: nothing to measure"), err);
   }
@@ -227,15 +254,17 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   absl::StatusOr<KvCache> at_depth = CacheAtDepth(engine, ctx, depth_tokens);
   if (!at_depth.ok()) return Fail(at_depth.status(), err);
   if (s.n_prompt > 0) {
-    std::vector<int32_t> tokens(s.n_prompt);
-    for (int32_t& t : tokens) t = id(rng);
+    std::vector<std::vector<int32_t>> tokens(1, std::vector<int32_t>(s.n_prompt));
+    for (int32_t& t : tokens[0]) t = id(rng);
     absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/true, engine, *at_depth, tokens);
     if (!r.ok()) return Fail(r.status(), err);
     results.push_back(*r);
   }
   if (s.n_gen > 0) {
-    std::vector<int32_t> tokens(s.n_gen + 1);
-    for (int32_t& t : tokens) t = id(rng);
+    std::vector<std::vector<int32_t>> tokens(s.batch, std::vector<int32_t>(s.n_gen + 1));
+    for (std::vector<int32_t>& stream : tokens) {
+      for (int32_t& t : stream) t = id(rng);
+    }
     absl::StatusOr<TestResult> r = Measure(s, /*prompt=*/false, engine, *at_depth, tokens);
     if (!r.ok()) return Fail(r.status(), err);
     results.push_back(*r);
@@ -260,6 +289,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             {"n_prompt", r.n_prompt},
                             {"n_gen", r.n_gen},
                             {"n_depth", r.depth},
+                            {"n_batch", r.batch},
                             {"avg_ts", r.mean},
                             {"stddev_ts", r.stddev},
                             {"samples_ts", r.samples}});

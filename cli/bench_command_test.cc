@@ -18,8 +18,9 @@ using testing::RunCommand;
 TEST(BenchCommandTest, HelpListsTheFlags) {
   CommandResult r = RunCommand(RunBench, {"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--model", "-m", "--n-prompt", "-p", "--n-gen", "-n", "--n-depth", "-d",
-                           "--repetitions", "-r", "--threads", "--json", "--cpu-target"}) {
+  for (const char* flag :
+       {"--model", "-m", "--n-prompt", "-p", "--n-gen", "-n", "--n-depth", "-d", "--repetitions",
+        "-r", "--batch", "-b", "--threads", "--json", "--cpu-target"}) {
     EXPECT_THAT(r.out, HasSubstr(flag));
   }
   EXPECT_THAT(r.err, IsEmpty());
@@ -89,6 +90,22 @@ TEST(BenchCommandTest, JsonHasEachTestAtTheDepthAsked) {
     EXPECT_EQ(t["samples_ts"].size(), 2u);
     EXPECT_GT(t["avg_ts"].get<double>(), 0);
   }
+}
+
+TEST(BenchCommandTest, BatchDecodesSessionsTogether) {
+  CommandResult r = RunCommand(RunBench, {"-m", testing::StoriesModel("q8_0"), "-p", "0", "-n", "3",
+                                          "-b", "4", "-r", "1", "-t", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(out.is_object()) << r.out;
+  ASSERT_EQ(out["tests"].size(), 1u) << r.out;
+  EXPECT_EQ(out["tests"][0]["test"], "tg3 x4");
+  EXPECT_EQ(out["tests"][0]["n_batch"], 4);
+  EXPECT_GT(out["tests"][0]["avg_ts"].get<double>(), 0);
+
+  CommandResult bad = RunCommand(RunBench, {"-m", testing::StoriesModel(), "-b", "0"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("batch"));
 }
 
 }  // namespace
