@@ -12,9 +12,9 @@ using Json = nlohmann::json;
 
 // The markers, from the one definition of each family's syntax.
 const std::string_view kHermesOpen = FindToolCallSyntax(ToolCallFamily::kHermes)->marker_open;
-const std::string_view kHermesClose = FindToolCallSyntax(ToolCallFamily::kHermes)->marker_close;
 const std::string_view kPythonTag = FindToolCallSyntax(ToolCallFamily::kLlama3)->marker_open;
 const std::string_view kMistralMarker = FindToolCallSyntax(ToolCallFamily::kMistral)->marker_open;
+const std::string_view kDeepSeekOpen = FindToolCallSyntax(ToolCallFamily::kDeepSeekV3)->marker_open;
 
 bool Contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -59,11 +59,77 @@ bool CallFromJson(const Json& j, std::vector<ParsedToolCall>& out) {
   return true;
 }
 
+// The calls of a JSON family: one {"name", "arguments"/"parameters"} object,
+// an array of them, or (Llama 3) several chained with ';'.
+bool JsonCalls(std::string_view body, ToolCallFamily family, std::vector<ParsedToolCall>& found) {
+  const Json j = Json::parse(Strip(body), nullptr, false);
+  if (j.is_array() && !j.empty()) {
+    for (const Json& item : j) {
+      if (!CallFromJson(item, found)) return false;
+    }
+    return true;
+  }
+  if (CallFromJson(j, found)) return true;
+  // Llama 3 may chain calls with ';'.
+  if (family != ToolCallFamily::kLlama3 || !Contains(body, ";")) return false;
+  for (size_t start = 0; start <= body.size();) {
+    size_t end = body.find(';', start);
+    if (end == std::string_view::npos) end = body.size();
+    const std::string_view part = Strip(body.substr(start, end - start));
+    if (!part.empty() && !CallFromJson(Json::parse(part, nullptr, false), found)) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// DeepSeek V3's call, between <｜tool▁call▁begin｜> and <｜tool▁call▁end｜>:
+//   function<｜tool▁sep｜>NAME\n```json\nARGS\n```
+// The fence is optional (a model may leave it out); ARGS is a JSON object.
+bool DeepSeekCall(std::string_view call, std::vector<ParsedToolCall>& out) {
+  const size_t sep = call.find(kDeepSeekCallSep);
+  if (sep == std::string_view::npos || Strip(call.substr(0, sep)) != "function") return false;
+  call.remove_prefix(sep + kDeepSeekCallSep.size());
+  const size_t newline = call.find('\n');
+  if (newline == std::string_view::npos) return false;
+  const std::string_view name = Strip(call.substr(0, newline));
+  std::string_view args = Strip(call.substr(newline + 1));
+  if (StartsWith(args, "```json")) {
+    args.remove_prefix(7);
+  } else if (StartsWith(args, "```")) {
+    args.remove_prefix(3);
+  }
+  if (args.ends_with("```")) args.remove_suffix(3);
+  if (name.empty() || name.find_first_of(" \t\r\n") != std::string_view::npos) return false;
+  const Json j = Json::parse(Strip(args), nullptr, false);
+  if (!j.is_object()) return false;
+  out.push_back(ParsedToolCall{RandomId("call_").substr(0, 29), std::string(name),
+                               j.dump(-1, ' ', false, Json::error_handler_t::replace)});
+  return true;
+}
+
+// The calls of a DeepSeek V3 block (between its begin and end markers): one
+// or more, blanks between them and nothing else. The last may lack its
+// <｜tool▁call▁end｜> (a model that stopped right after the arguments).
+bool DeepSeekCalls(std::string_view body, std::vector<ParsedToolCall>& out) {
+  body = StripLeading(body);
+  if (body.empty()) return false;
+  while (!body.empty()) {
+    if (!StartsWith(body, kDeepSeekCallBegin)) return false;
+    body.remove_prefix(kDeepSeekCallBegin.size());
+    const size_t end = body.find(kDeepSeekCallEnd);
+    if (!DeepSeekCall(body.substr(0, end), out)) return false;
+    if (end == std::string_view::npos) break;
+    body = StripLeading(body.substr(end + kDeepSeekCallEnd.size()));
+  }
+  return true;
+}
+
 }  // namespace
 
 ToolCallFamily DetectToolCallFamily(std::string_view t) {
   if (Contains(t, kHermesOpen)) return ToolCallFamily::kHermes;
   if (Contains(t, kMistralMarker)) return ToolCallFamily::kMistral;
+  if (Contains(t, kDeepSeekOpen)) return ToolCallFamily::kDeepSeekV3;
   if (Contains(t, kPythonTag) || (Contains(t, "<|start_header_id|>") && Contains(t, "tools"))) {
     return ToolCallFamily::kLlama3;
   }
@@ -72,11 +138,12 @@ ToolCallFamily DetectToolCallFamily(std::string_view t) {
 
 ToolCallScanner::ToolCallScanner(ToolCallFamily family)
     : family_(family),
-      state_(family == ToolCallFamily::kHermes ? State::kText : State::kUndecided) {}
+      syntax_(*FindToolCallSyntax(family)),
+      state_(!syntax_.marker_close.empty() ? State::kText : State::kUndecided) {}
 
 std::string ToolCallScanner::Push(std::string_view text) {
   pending_.append(text);
-  if (family_ == ToolCallFamily::kHermes) return PushHermes();
+  if (!syntax_.marker_close.empty()) return PushBlocks();
   if (state_ == State::kUndecided) {
     // Llama 3 and Mistral write a call as the whole reply: its first
     // non-blank character decides.
@@ -95,13 +162,15 @@ std::string ToolCallScanner::Push(std::string_view text) {
   return std::exchange(pending_, "");
 }
 
-std::string ToolCallScanner::PushHermes() {
+std::string ToolCallScanner::PushBlocks() {
+  const std::string_view marker_open = syntax_.marker_open;
+  const std::string_view marker_close = syntax_.marker_close;
   std::string out;
   while (true) {
     if (state_ == State::kText) {
-      const size_t open = pending_.find(kHermesOpen);
+      const size_t open = pending_.find(marker_open);
       if (open == std::string::npos) {
-        const size_t keep = HeldBack(pending_, kHermesOpen);
+        const size_t keep = HeldBack(pending_, marker_open);
         out += pending_.substr(0, pending_.size() - keep);
         pending_.erase(0, pending_.size() - keep);
         return out;
@@ -110,13 +179,13 @@ std::string ToolCallScanner::PushHermes() {
       pending_.erase(0, open);  // pending_ now starts with the marker
       state_ = State::kCall;
     }
-    const size_t close = pending_.find(kHermesClose);
+    const size_t close = pending_.find(marker_close);
     if (close == std::string::npos) return out;
-    const std::string call = pending_.substr(0, close + kHermesClose.size());
+    const std::string call = pending_.substr(0, close + marker_close.size());
     pending_.erase(0, call.size());
     state_ = State::kText;
     const std::string_view body = std::string_view(call).substr(
-        kHermesOpen.size(), call.size() - kHermesOpen.size() - kHermesClose.size());
+        marker_open.size(), call.size() - marker_open.size() - marker_close.size());
     if (!ParseCalls(body)) out += call;  // not a call after all: it is content
   }
 }
@@ -125,8 +194,8 @@ std::string ToolCallScanner::Finish() {
   std::string rest = std::exchange(pending_, "");
   if (state_ != State::kCall) return rest;
   std::string_view body = rest;
-  if (family_ == ToolCallFamily::kHermes) {
-    body.remove_prefix(kHermesOpen.size());
+  if (!syntax_.marker_close.empty()) {
+    body.remove_prefix(syntax_.marker_open.size());
   } else {
     body = StripLeading(body);
     if (StartsWith(body, kPythonTag)) body.remove_prefix(kPythonTag.size());
@@ -137,22 +206,9 @@ std::string ToolCallScanner::Finish() {
 
 bool ToolCallScanner::ParseCalls(std::string_view body) {
   std::vector<ParsedToolCall> found;
-  const Json j = Json::parse(Strip(body), nullptr, false);
-  if (j.is_array() && !j.empty()) {
-    for (const Json& item : j) {
-      if (!CallFromJson(item, found)) return false;
-    }
-  } else if (!CallFromJson(j, found)) {
-    // Llama 3 may chain calls with ';'.
-    if (family_ != ToolCallFamily::kLlama3 || !Contains(body, ";")) return false;
-    for (size_t start = 0; start <= body.size();) {
-      size_t end = body.find(';', start);
-      if (end == std::string_view::npos) end = body.size();
-      const std::string_view part = Strip(body.substr(start, end - start));
-      if (!part.empty() && !CallFromJson(Json::parse(part, nullptr, false), found)) return false;
-      start = end + 1;
-    }
-  }
+  const bool parsed = family_ == ToolCallFamily::kDeepSeekV3 ? DeepSeekCalls(body, found)
+                                                             : JsonCalls(body, family_, found);
+  if (!parsed) return false;
   for (ParsedToolCall& call : found) calls_.push_back(std::move(call));
   found_ = true;
   return true;

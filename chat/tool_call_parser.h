@@ -6,6 +6,11 @@
 //                                   (after <|python_tag|>, a control token that decodes to "")
 //   kMistral (Mistral Nemo):        [TOOL_CALLS][{"name": ..., "arguments": {...}}]   as the
 //                                   whole reply ([TOOL_CALLS] is a control token, too)
+//   kDeepSeekV3 (DeepSeek V3, R1), anywhere in the reply:
+//     <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}
+//     \n```<｜tool▁call▁end｜> (more calls, each after "\n") <｜tool▁calls▁end｜>
+//     (the markers are control tokens, shown as text while calls are
+//     scanned: ToolCallSyntax::shown_tokens)
 // ToolCallScanner reads the reply as it streams and splits it into content
 // (shown to the client as it comes, minus any tail that may still become a
 // call) and calls (handed over whole, once their JSON is complete). Text that
@@ -23,8 +28,9 @@
 namespace ringlm {
 
 // The family a Jinja chat template writes tool calls in, by its markers:
-// "<tool_call>" -> kHermes, "[TOOL_CALLS]" -> kMistral, "<|python_tag|>" or a
-// Llama 3 header template that mentions tools -> kLlama3; otherwise kNone (the
+// "<tool_call>" -> kHermes, "[TOOL_CALLS]" -> kMistral,
+// "<｜tool▁calls▁begin｜>" -> kDeepSeekV3, "<|python_tag|>" or a Llama 3
+// header template that mentions tools -> kLlama3; otherwise kNone (the
 // template cannot take tools).
 ToolCallFamily DetectToolCallFamily(std::string_view jinja_template);
 
@@ -44,6 +50,8 @@ class ToolCallScanner {
   std::string Push(std::string_view text);
   // The reply ended: the rest of the content. Calls still open are parsed
   // now (a model may stop right after the JSON, before "</tool_call>").
+  // A Hermes or DeepSeek block is taken whole: all its calls, or (when any
+  // part of it does not parse) its text, markers and all, as content.
   std::string Finish();
   // The calls completed since the last TakeCalls, in order.
   std::vector<ParsedToolCall> TakeCalls();
@@ -54,9 +62,11 @@ class ToolCallScanner {
   enum class State { kUndecided, kText, kCall };
   // Parses `body` into calls_; false (and nothing added) when it is not one.
   bool ParseCalls(std::string_view body);
-  std::string PushHermes();
+  // Hermes and DeepSeek V3: blocks between marker_open and marker_close.
+  std::string PushBlocks();
 
   const ToolCallFamily family_;
+  const ToolCallSyntax& syntax_;
   State state_;
   std::string pending_;  // text not yet shown or parsed
   std::vector<ParsedToolCall> calls_;

@@ -54,9 +54,8 @@ absl::StatusOr<grammar::Grammar> CompileToolCall(const Json& spec) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the parameters of '", name->get<std::string>(), "': ", args.status().message()));
     }
-    calls.push_back(b.Sequence({b.Literal(absl::StrCat(name->get<std::string>(), "\", \"",
-                                                       std::string(syntax->args_key), "\": ")),
-                                *args}));
+    calls.push_back(
+        b.Sequence({b.Literal(name->get<std::string>() + std::string(syntax->name_close)), *args}));
   }
   return b.Build(b.Sequence({b.Literal(std::string(syntax->call_open)), b.Choice(calls),
                              b.Literal(std::string(syntax->call_close))}));

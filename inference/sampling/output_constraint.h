@@ -10,6 +10,11 @@
 //         "hermes"      <tool_call>\n{"name": "N", "arguments": ARGS}\n</tool_call>
 //         "llama3-json" {"name": "N", "parameters": ARGS}
 //         "mistral"     [{"name": "N", "arguments": ARGS}]
+//         "deepseek-v3" <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N
+//                       \n```json\nARGS\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+//                       (its markers are control tokens, which the vocabulary
+//                       spells where the caller lets them: see
+//                       ToolCallSyntax::shown_tokens)
 //       where ARGS is valid against that function's parameters.
 #ifndef RINGLM_INFERENCE_SAMPLING_OUTPUT_CONSTRAINT_H_
 #define RINGLM_INFERENCE_SAMPLING_OUTPUT_CONSTRAINT_H_

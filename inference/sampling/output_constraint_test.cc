@@ -7,21 +7,30 @@
 
 #include "gtest/gtest.h"
 #include "inference/sampling/sampler.h"
+#include "inference/sampling/tool_call_syntax.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
 namespace {
 
 // Single bytes (printable ASCII and newline), a few longer pieces, then id
-// kEnd as the end-of-generation token (no bytes).
+// kEnd as the end-of-generation token (no bytes). With `shown_tokens`, also
+// every other byte and the tokens whose text the tool-call syntaxes show
+// (DeepSeek V3's markers), as a byte-level vocabulary with them would be.
 struct TinyVocab {
   std::vector<std::string> pieces;
   int32_t end = -1;
-  TinyVocab() {
+  explicit TinyVocab(bool shown_tokens = false) {
     for (int c = 0x20; c < 0x7f; ++c) pieces.push_back(std::string(1, static_cast<char>(c)));
     pieces.push_back("\n");
     for (const char* p : {"<tool_call>", "</tool_call>", "\"name\"", "true", "{\"", "\": "}) {
       pieces.push_back(p);
+    }
+    if (shown_tokens) {
+      for (int c = 0x80; c < 0x100; ++c) pieces.push_back(std::string(1, static_cast<char>(c)));
+      for (std::string_view p : FindToolCallSyntax(ToolCallFamily::kDeepSeekV3)->shown_tokens) {
+        pieces.push_back(std::string(p));
+      }
     }
     end = static_cast<int32_t>(pieces.size());
     pieces.push_back("");
@@ -29,8 +38,10 @@ struct TinyVocab {
 };
 
 // Samples a whole reply from random logits under `spec`; returns its text.
-std::string SampleReply(const std::string& spec, uint64_t seed) {
-  static const TinyVocab vocab;
+std::string SampleReply(const std::string& spec, uint64_t seed, bool shown_tokens = false) {
+  static const TinyVocab plain_vocab;
+  static const TinyVocab shown_vocab(/*shown_tokens=*/true);
+  const TinyVocab& vocab = shown_tokens ? shown_vocab : plain_vocab;
   absl::StatusOr<grammar::Grammar> g = CompileConstraint(spec);
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return "";
@@ -102,6 +113,29 @@ TEST(OutputConstraintTest, AnyJsonObjectAndForcedToolCalls) {
       3);
   EXPECT_EQ(llama.rfind(R"({"name": "f", "parameters": )", 0), 0u) << llama;
   EXPECT_TRUE(nlohmann::json::parse(llama, nullptr, false)["parameters"].is_object()) << llama;
+}
+
+TEST(OutputConstraintTest, ForcedDeepSeekCallsAreItsTemplatesBlocks) {
+  const std::string spec = R"({"type":"tool_call","family":"deepseek-v3","functions":[
+      {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string",
+       "maxLength":6}},"required":["city"],"additionalProperties":false}},
+      {"name":"get_time","parameters":{"type":"object","properties":{},"additionalProperties":false}}]})";
+  const std::string open = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>";
+  const std::string close = "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const std::string text = SampleReply(spec, seed, /*shown_tokens=*/true);
+    ASSERT_EQ(text.rfind(open, 0), 0u) << text;
+    ASSERT_GE(text.size(), open.size() + close.size());
+    ASSERT_EQ(text.substr(text.size() - close.size()), close) << text;
+    const std::string call = text.substr(open.size(), text.size() - open.size() - close.size());
+    const size_t fence = call.find("\n```json\n");
+    ASSERT_NE(fence, std::string::npos) << text;
+    const std::string name = call.substr(0, fence);
+    EXPECT_TRUE(name == "get_weather" || name == "get_time") << text;
+    const nlohmann::json args = nlohmann::json::parse(call.substr(fence + 9), nullptr, false);
+    ASSERT_TRUE(args.is_object()) << text;
+    EXPECT_EQ(args.size(), name == "get_weather" ? 1u : 0u) << text;
+  }
 }
 
 // Issue 38: tool parameters that leave additionalProperties out (llama.cpp's
