@@ -49,7 +49,17 @@ GenerationStream::GenerationStream(const Tokenizer& tokenizer, PrefixCache& cach
       lease_(std::move(lease)),
       decoder_(tokenizer),
       stop_filter_(std::move(params.stop)) {
-  if (params.tool_calls != ToolCallFamily::kNone) tool_scanner_.emplace(params.tool_calls);
+  if (params.tool_calls == ToolCallFamily::kNone) return;
+  tool_scanner_.emplace(params.tool_calls);
+  // The family's markers that are control tokens of this vocabulary (which
+  // decode to ""): the scanner must see their text.
+  for (std::string_view text : FindToolCallSyntax(params.tool_calls)->shown_tokens) {
+    const std::vector<int32_t> ids =
+        tokenizer_.Encode(text, /*add_special=*/false, /*parse_special=*/true);
+    if (ids.size() == 1 && tokenizer_.TokenToPiece(ids[0]).empty()) {
+      shown_tokens_.emplace_back(ids[0], std::string(text));
+    }
+  }
 }
 
 GenerationStream::~GenerationStream() {
@@ -93,7 +103,7 @@ void GenerationStream::Apply(const GenerationEvent& event, std::string& out) {
     sampled_.push_back(event.token);
     if (tokenizer_.IsEndOfGeneration(event.token)) return FinishDone("stop", out);
     if (event.logprobs.has_value()) logprobs_.push_back(*event.logprobs);
-    out += Shown(stop_filter_.Push(decoder_.Push(event.token)));
+    out += Shown(stop_filter_.Push(Decode(event.token)));
     if (stop_filter_.stopped()) return FinishDone("stop", out);
     if (static_cast<int32_t>(sampled_.size()) >= max_tokens_) return FinishDone("length", out);
   }
@@ -133,6 +143,13 @@ void GenerationStream::FinishFailed(absl::Status error) {
   error_ = std::move(error);
   handle_.reset();
   cache_.Abandon(*lease_);
+}
+
+std::string GenerationStream::Decode(int32_t token) {
+  for (const auto& [id, text] : shown_tokens_) {
+    if (id == token) return decoder_.Flush() + text;  // what is held back goes first
+  }
+  return decoder_.Push(token);
 }
 
 std::string GenerationStream::Shown(std::string text) {

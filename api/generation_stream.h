@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,7 +52,9 @@ class GenerationStream {
     GenerationRequest request;  // prompt tokenized, non-empty, fits the context
     std::vector<std::string> stop;
     // Not kNone: tool calls in this family's syntax are taken out of the text
-    // (TakeToolCalls), and a reply with calls finishes as "tool_calls".
+    // (TakeToolCalls), and a reply with calls finishes as "tool_calls". The
+    // family's shown_tokens (tool_call_syntax.h) are then decoded as their
+    // text, for the scanner (and as content, where they make no call).
     ToolCallFamily tool_calls = ToolCallFamily::kNone;
   };
 
@@ -100,6 +103,8 @@ class GenerationStream {
   // Applies one event; appends shown text to `out`.
   void Apply(const GenerationEvent& event, std::string& out);
   void FinishDone(std::string_view reason, std::string& out);
+  // The text `token` adds: its piece, or a shown tool-call marker's text.
+  std::string Decode(int32_t token);
   // What of the reply's visible text is content (the tool scanner's cut).
   std::string Shown(std::string text);
   void FinishFailed(absl::Status error);
@@ -115,6 +120,8 @@ class GenerationStream {
   StreamingDecoder decoder_;
   StopFilter stop_filter_;
   std::optional<ToolCallScanner> tool_scanner_;
+  // Control tokens decoded as their text for the scanner: (id, text).
+  std::vector<std::pair<int32_t, std::string>> shown_tokens_;
   State state_ = State::kQueued;
   std::vector<int32_t> sampled_;         // every sampled token, EOS included
   std::string content_;                  // every byte Poll returned (when replies_)

@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "daemon/rpc/proto_convert.h"
 #include "inference/sampling/logprobs.h"
+#include "inference/sampling/tool_call_syntax.h"
 
 namespace ringlm {
 namespace {
@@ -252,14 +253,26 @@ void LastStageSampler::BuildGrammarVocabulary() {
   if (vocabulary_ != nullptr) return;
   const Vocabulary& vocab = tokenizer_.vocabulary();
   // A constrained reply is text: control, unknown and unused tokens never
-  // appear in it (end-of-generation ones are the matcher's end tokens).
+  // appear in it (end-of-generation ones are the matcher's end tokens),
+  // except the control tokens a tool-call syntax shows as text (DeepSeek
+  // V3's markers): they spell their own text, so that a forced call is
+  // written with the model's own marker tokens, as its template writes it.
+  // (They may then spell that text anywhere a grammar allows it, e.g. in a
+  // JSON string, where the head shows them as "" outside tool calls: a
+  // model's own markers inside its JSON are not worth a second vocabulary.)
+  auto shown = [&](int32_t id) {
+    return vocab.types[static_cast<size_t>(id)] == TokenType::kControl &&
+           IsShownToolCallToken(vocab.pieces[static_cast<size_t>(id)]);
+  };
   auto is_text = [&](int32_t id) {
     const TokenType type = vocab.types[static_cast<size_t>(id)];
     return type == TokenType::kNormal || type == TokenType::kUserDefined ||
-           type == TokenType::kByte;
+           type == TokenType::kByte || shown(id);
   };
-  vocabulary_ = MakeTokenVocabulary(
-      tokenizer_.n_vocab(), [&](int32_t id) { return tokenizer_.TokenToPiece(id); }, is_text);
+  auto piece = [&](int32_t id) {
+    return shown(id) ? vocab.pieces[static_cast<size_t>(id)] : tokenizer_.TokenToPiece(id);
+  };
+  vocabulary_ = MakeTokenVocabulary(tokenizer_.n_vocab(), piece, is_text);
   auto ends = std::make_shared<std::vector<int32_t>>();
   for (int32_t id = 0; id < tokenizer_.n_vocab(); ++id) {
     if (tokenizer_.IsEndOfGeneration(id)) ends->push_back(id);

@@ -7,6 +7,7 @@
 #include "daemon/rpc/proto_convert.h"
 #include "gtest/gtest.h"
 #include "inference/model.h"
+#include "inference/tokenizer/llama2c_vocab_for_test.h"
 
 namespace ringlm {
 namespace {
@@ -164,6 +165,33 @@ TEST_F(LastStageSamplerTest, AConstraintOverridesTheLogits) {
   EXPECT_TRUE(piece.find_first_not_of(" \n\t") == std::string::npos ||
               piece[piece.find_first_not_of(" \n\t")] == '{')
       << "piece '" << piece << "'";
+}
+
+// DeepSeek V3's tool-call markers are control tokens; a forced call is
+// written with them (their text is what the grammar wants), not spelled
+// byte by byte.
+TEST(LastStageSamplerToolCallTest, AForcedDeepSeekCallUsesTheMarkerTokens) {
+  const std::vector<std::string> markers = {"<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>",
+                                            "<｜tool▁sep｜>",         "<｜tool▁call▁end｜>",
+                                            "<｜tool▁calls▁end｜>",   "<｜other▁control｜>"};
+  std::unique_ptr<Tokenizer> tokenizer = testing::Tok512WithControlTokens(markers);
+  ASSERT_NE(tokenizer, nullptr);
+  const int32_t calls_begin = 512, other = 517;
+  LastStageSampler sampler(*tokenizer, kContext, 16);
+  v1::StageStepRequest step;
+  step.set_request_id("r");
+  step.mutable_limits()->set_max_tokens(8);
+  *step.mutable_sampling() = SamplingToProto({.temperature = 0});
+  step.set_constraint(
+      R"({"type":"tool_call","family":"deepseek-v3","functions":[{"name":"f","parameters":{}}]})");
+  std::vector<float> logits(static_cast<size_t>(tokenizer->n_vocab()), 0.0f);
+  logits[static_cast<size_t>(other)] = 9;  // not a marker: never allowed
+  logits[static_cast<size_t>(calls_begin)] = 5;
+  logits['<' + 3] = 4;  // the byte '<' may start the marker's text, too
+  absl::StatusOr<LastStageSampler::Outcome> o = sampler.Sample(step, logits, History{1});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->deliveries.size(), 1u);
+  EXPECT_EQ(o->deliveries[0].token(), calls_begin);
 }
 
 TEST_F(LastStageSamplerTest, BadStepsAreRefused) {

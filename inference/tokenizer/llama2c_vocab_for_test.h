@@ -12,6 +12,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -87,6 +88,29 @@ inline const Tokenizer* Tok512Tokenizer() {
     return t->release();
   }();
   return tokenizer;
+}
+
+// Tok512 with `control` appended as control tokens (ids 512, 513, ...), for
+// tests of a model's marker tokens (DeepSeek's tool-call markers, say): they
+// decode to "", and only template text (parse_special) spells them. Null
+// (with the reason on stderr) when tok512 cannot be loaded.
+inline std::unique_ptr<Tokenizer> Tok512WithControlTokens(const std::vector<std::string>& control) {
+  absl::StatusOr<Vocabulary> vocab = LoadLlama2cVocabulary(SharedPath("models/tok512.bin"));
+  if (!vocab.ok()) {
+    std::fprintf(stderr, "tok512: %s\n", vocab.status().ToString().c_str());
+    return nullptr;
+  }
+  for (const std::string& piece : control) {
+    vocab->pieces.push_back(piece);
+    vocab->scores.push_back(0);
+    vocab->types.push_back(TokenType::kControl);
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> t = Tokenizer::Create(*std::move(vocab));
+  if (!t.ok()) {
+    std::fprintf(stderr, "tok512: %s\n", t.status().ToString().c_str());
+    return nullptr;
+  }
+  return *std::move(t);
 }
 
 }  // namespace ringlm::testing
