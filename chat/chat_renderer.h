@@ -13,9 +13,11 @@
 #include "absl/status/statusor.h"
 #include "chat/chat_template.h"
 #include "chat/jinja/template.h"
+#include "chat/template_shape.h"
 #include "chat/tool_call_parser.h"
 #include "chat/tool_definition.h"
 #include "inference/tokenizer/tokenizer.h"
+#include "nlohmann/json.hpp"
 
 namespace ringlm {
 
@@ -42,7 +44,11 @@ class ChatRenderer {
 
   // The prompt for `messages` (and `tools`, when not empty), ending in the
   // opening of the assistant's turn. Template text is control; messages and
-  // tools are content (see PromptSegment). A leading bos_token the template
+  // tools are content (see PromptSegment). Messages and calls are passed in
+  // the shape the template wants (template_shape.h); when a template with a
+  // tool-call family does not show `tools`, they are described (with how
+  // the family writes a call) at the end of the first system message, or in
+  // a system message of their own put first. A leading bos_token the template
   // writes is dropped when the tokenizer adds BOS itself, so a prompt never
   // starts with two. Errors: InvalidArgument for what the template refuses
   // (raise_exception's message), tools or tool messages on a built-in format,
@@ -60,6 +66,8 @@ class ChatRenderer {
 
  private:
   ChatRenderer(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+  // The template's control variables: bos_token, eos_token, add_generation_prompt.
+  nlohmann::ordered_json Trusted() const;
 
   const Tokenizer* tokenizer_;
   std::optional<jinja::Template> jinja_;
@@ -67,6 +75,7 @@ class ChatRenderer {
   std::string source_;                      // "model" or "--chat-template"
   std::string warning_;
   ToolCallFamily family_ = ToolCallFamily::kNone;
+  TemplateShape shape_;  // probed when family_ is not kNone
   std::string bos_text_, eos_text_;
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/npm_template_for_test.h"
 #include "gtest/gtest.h"
 #include "inference/tokenizer/llama2c_vocab_for_test.h"
 
@@ -87,6 +88,61 @@ TEST_F(ChatRendererTest, TemplateErrorsAreTheClientsAndNamedSo) {
   absl::StatusOr<std::vector<PromptSegment>> s = r->Render(kChat, {});
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("Conversation roles must alternate"), std::string::npos);
+}
+
+// DeepSeek V3's template shows no `tools` and takes a call in history only as
+// content none with its arguments a string: the renderer tells the model of
+// the tools in a system message and passes calls as the template wants them.
+TEST_F(ChatRendererTest, DeepSeekV3GetsItsToolsAndCallsInItsOwnShape) {
+  NPM_TEMPLATE_OR_SKIP(deepseek, "deepseek_v3");
+  absl::StatusOr<ChatRenderer> r = ChatRenderer::Create(deepseek, {}, *tokenizer_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tool_family(), ToolCallFamily::kDeepSeekV3);
+  EXPECT_NE(r->Describe().find("tool calls: deepseek-v3, tools told in a system message"),
+            std::string::npos)
+      << r->Describe();
+  const std::vector<ToolDefinition> tools = {
+      {.name = "get_weather",
+       .description = "Now.",
+       .parameters = {{"type", "object"}},
+       .raw = {{"type", "function"},
+               {"function", {{"name", "get_weather"}, {"description", "Now."}}}}}};
+  const std::string preamble =
+      "You can call these tools (functions) to answer the user's requests:\n"
+      R"({"type":"function","function":{"name":"get_weather","description":"Now."}})"
+      "\n\nTo call a tool, write:\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function"
+      "<｜tool▁sep｜>NAME\n```json\nARGUMENTS\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>\n"
+      "where NAME is the function's name and ARGUMENTS a JSON object of its parameters.";
+  // After the system message the client sent...
+  absl::StatusOr<std::vector<PromptSegment>> s = r->Render(kChat, tools);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(JoinSegments(*s), "Be kind.\n\n" + preamble + "<｜User｜>Hi <s><｜Assistant｜>");
+  for (const PromptSegment& segment : *s) {
+    if (segment.text.find("get_weather") != std::string::npos) EXPECT_FALSE(segment.is_control);
+  }
+  // ... or as one of its own; without tools, none.
+  s = r->Render({{"user", "Hi"}}, tools);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(JoinSegments(*s), preamble + "<｜User｜>Hi<｜Assistant｜>");
+  s = r->Render({{"user", "Hi"}}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(JoinSegments(*s), "<｜User｜>Hi<｜Assistant｜>");
+  // An agent's history: the call as the template writes it, then its result.
+  const std::vector<ChatMessage> history = {
+      {"user", "Weather?"},
+      {.role = "assistant",
+       .content = "",
+       .tool_calls = {{.id = "call_1", .name = "get_weather", .arguments = R"({"city":"Paris"})"}}},
+      {.role = "tool", .content = "18 C", .tool_call_id = "call_1"}};
+  s = r->Render(history, tools);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(
+      JoinSegments(*s),
+      preamble +
+          "<｜User｜>Weather?<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function"
+          "<｜tool▁sep｜>get_weather\n```json\n{\"city\":\"Paris\"}\n```<｜tool▁call▁end｜>"
+          "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>18 C<｜tool▁output▁end｜>"
+          "<｜tool▁outputs▁end｜>");
 }
 
 }  // namespace
