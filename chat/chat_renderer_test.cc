@@ -1,5 +1,8 @@
 #include "chat/chat_renderer.h"
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -143,6 +146,37 @@ TEST_F(ChatRendererTest, DeepSeekV3GetsItsToolsAndCallsInItsOwnShape) {
           "<｜tool▁sep｜>get_weather\n```json\n{\"city\":\"Paris\"}\n```<｜tool▁call▁end｜>"
           "<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>18 C<｜tool▁output▁end｜>"
           "<｜tool▁outputs▁end｜>");
+}
+
+// Phi-3-mini's template (tests/templates/extra/phi3.jinja, compared with
+// jinja2 by check_templates.py): its role markers and <|end|> are control
+// tokens, and <|end|>, which closes every turn, ends generation (the
+// tokenizer knows it by its text, as llama.cpp does).
+TEST_F(ChatRendererTest, Phi3TurnsAreClosedByEndWhichEndsTheReply) {
+  std::ifstream in(std::string(RINGLM_SOURCE_DIR) + "/tests/templates/extra/phi3.jinja");
+  ASSERT_TRUE(in);
+  const std::string phi3((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::unique_ptr<Tokenizer> tokenizer =
+      testing::Tok512WithControlTokens({"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"});
+  ASSERT_NE(tokenizer, nullptr);
+  absl::StatusOr<ChatRenderer> r = ChatRenderer::Create(phi3, {}, *tokenizer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->is_jinja());
+  EXPECT_EQ(r->tool_family(), ToolCallFamily::kNone);
+  const std::vector<ChatMessage> chat = {
+      {"system", "Be kind."}, {"user", "Hi <|end|>"}, {"assistant", "Hello."}, {"user", "Bye"}};
+  absl::StatusOr<std::vector<PromptSegment>> s = r->Render(chat, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(JoinSegments(*s),
+            "<|system|>\nBe kind.<|end|>\n<|user|>\nHi <|end|><|end|>\n<|assistant|>\nHello.<|end|>"
+            "\n<|user|>\nBye<|end|>\n<|assistant|>\n");
+  const int32_t end = tokenizer->Encode("<|end|>", false, true).at(0);
+  EXPECT_TRUE(tokenizer->IsEndOfGeneration(end));
+  // Four turns, four <|end|> tokens: the one the user typed stays text.
+  const std::vector<int32_t> ids = tokenizer->EncodeSegments(*s, true);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), end), 4);
+  const int32_t assistant = tokenizer->Encode("<|assistant|>", false, true).at(0);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), assistant), 2);
 }
 
 }  // namespace
