@@ -6,8 +6,10 @@
 // script of token choices. Checks, for every input:
 //  - CompileConstraint never crashes or hangs, and rejects only with
 //    InvalidArgument.
-//  - A compiled grammar, walked over a vocabulary of every printable byte, a
-//    newline and a few multi-byte pieces, always leaves some token allowed
+//  - A compiled grammar, walked over a vocabulary of every byte but the C0
+//    controls other than newline and tab, a few multi-byte pieces and
+//    DeepSeek V3's tool-call markers (the control tokens its syntax writes
+//    as text, as a real vocabulary has them), always leaves some token allowed
 //    (or the end token, once the reply is complete): a masked sampler can
 //    never get stuck. Each step picks the allowed token the script names;
 //    Accept of an allowed token never fails.
@@ -21,6 +23,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "inference/sampling/output_constraint.h"
+#include "inference/sampling/tool_call_syntax.h"
 
 namespace {
 
@@ -36,6 +39,15 @@ struct Vocab {
     for (const char* p : {"\n", "\t", "\xc3\xa9", "\xc3", "\xa9", "\"a\"", "true", "null", "{\"",
                           "<tool_call>", "12"}) {
       pieces.push_back(p);
+    }
+    // The other bytes of a byte-level vocabulary: every literal of a grammar
+    // (DeepSeek's markers are U+FF5C and U+2581) can be spelled byte by byte.
+    for (int c = 0x7f; c < 0x100; ++c) {
+      if (c != 0xc3 && c != 0xa9) pieces.push_back(std::string(1, static_cast<char>(c)));
+    }
+    for (std::string_view p :
+         ringlm::FindToolCallSyntax(ringlm::ToolCallFamily::kDeepSeekV3)->shown_tokens) {
+      pieces.push_back(std::string(p));
     }
     end = static_cast<int32_t>(pieces.size());
     pieces.push_back("");
