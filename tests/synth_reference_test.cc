@@ -113,6 +113,27 @@ std::vector<SynthCase> Cases() {
           1286, 1286, 1286, 1286, 1286, 556,  1806, 1069, 1286, 556,  1286,
           556,  1286, 1069, 1286, 236,  236,  1286, 1069, 1458, 1176}}},
        "moe-tiny"},
+      // synth's Q4_K_M mix. llama-quantize's, from the same weights, has rules of
+      // its own for 8 experts that synth does not follow (attn_k and attn_v Q8_0,
+      // attn_output Q5_K); on its file too the ids matched llama.cpp's.
+      {"moe_q4_k",  // smallest top-two gap 0.0048
+       TensorType::kQ4_K,
+       3,
+       {{"Once upon a time", kOnceIds, {1512, 736,  647,  1860, 2028, 1286, 1286, 1286,
+                                        1286, 1286, 1331, 707,  384,  234,  4,    707,
+                                        1042, 198,  171,  11,   707,  231,  707,  171,
+                                        150,  1863, 236,  1427, 1302, 707,  324,  1302}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {2019, 1318, 2035, 1503, 1503, 1503, 198,  1272, 2019, 957, 1503,
+          1503, 498,  1553, 1597, 1597, 982,  1942, 1074, 367,  800, 1718,
+          1309, 1311, 1503, 367,  547,  1553, 766,  40,   466,  1772}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {628,  1286, 628,  1286, 1806, 419,  1806, 1806, 1286, 1307, 1806,
+          601,  355,  628,  1806, 355,  695,  355,  628,  628,  914,  1692,
+          1765, 1202, 1806, 426,  948,  1286, 948,  1418, 1806, 1692}}},
+       "moe-tiny"},
       // Qwen MoE: 12 experts (4 used, raw weights) and a shared expert. The
       // smallest top-two logit gap over the 96 steps is 0.0017.
       {"qwen2moe_q8_0",
@@ -131,6 +152,27 @@ std::vector<SynthCase> Cases() {
          {1303, 151,  1303, 208,  208,  208,  208,  1573, 980,  1573, 283,
           1573, 208,  1573, 1573, 1573, 1573, 1573, 1573, 1108, 1108, 1108,
           1108, 1108, 1108, 1108, 1573, 1108, 1573, 1573, 1108, 1573}}},
+       "qwen2moe-tiny"},
+      // Q4_K_M: the experts' ffn_down rows of 128 fall back to Q8_0 where
+      // llama-quantize's take Q5_0 (layers 0 and 1; see PlanSynthModel); on
+      // llama-quantize's file too the ids matched llama.cpp's.
+      {"qwen2moe_q4_k",  // smallest top-two gap 0.0094
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time",
+         kOnceIds,
+         {1782, 1782, 1782, 947, 720, 720, 720, 720,  720, 1782, 1472, 1782, 1472, 720, 720,  720,
+          129,  129,  129,  129, 129, 129, 129, 1672, 129, 1672, 129,  1672, 129,  720, 1564, 720}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {1689, 1689, 1689, 1689, 1745, 1114, 1114, 1114, 1114, 1114, 1152,
+          1152, 1152, 1152, 1152, 1152, 1152, 1152, 1689, 1366, 1366, 972,
+          1689, 1366, 1745, 1147, 2013, 1689, 1366, 1745, 603,  1745}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {1609, 1609, 1413, 662,  57,   1189, 1358, 1617, 848,  700,  848,
+          843,  359,  433,  1360, 1442, 1360, 1360, 1360, 1360, 1360, 1360,
+          1360, 2025, 1459, 1609, 1851, 1851, 1851, 1851, 1851, 1851}}},
        "qwen2moe-tiny"},
       // Qwen 3: QK-norm, heads of 64 with n_embd 256 and 8 heads. Recorded
       // with the scratch build's qwen3 graph (added to c392e50 from
