@@ -194,6 +194,25 @@ std::vector<SynthCase> Cases() {
           1979, 1979, 1979, 1979, 1979, 1979, 1979, 1979, 1979, 1926, 1079,
           1079, 1079, 488,  488,  488,  1560, 1257, 717,  717,  717}}},
        "qwen3-tiny"},
+      // Q4_K_M, byte for byte llama-quantize's (its file of the same weights).
+      {"qwen3_q4_k",  // smallest top-two gap 0.0013
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time", kOnceIds, {173,  202,  202,  202,  202,  202,  664,  664,
+                                        664,  1368, 322,  322,  322,  322,  322,  322,
+                                        322,  322,  322,  322,  1209, 1209, 1209, 1209,
+                                        1209, 1209, 1209, 1209, 1209, 1209, 1209, 1286}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {1324, 1988, 1547, 87,   1744, 1547, 748,  55,   1928, 189, 189,
+          1907, 1338, 755,  1324, 394,  271,  1979, 1990, 1435, 178, 1929,
+          1182, 394,  1810, 50,   787,  488,  950,  1767, 1990, 525}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {1874, 358,  87,   1979, 1979, 1979, 1979, 1979, 833,  833, 833,
+          833,  833,  833,  833,  1926, 2041, 1380, 842,  1733, 393, 1979,
+          1979, 1979, 1979, 1979, 1979, 1979, 1979, 1979, 1979, 1979}}},
+       "qwen3-tiny"},
       // Qwen 3 MoE: 16 experts, 4 used, renormalised, QK-norm. The smallest
       // top-two logit gap over the 96 steps is 0.0032.
       {"qwen3moe_q8_0",
@@ -211,6 +230,25 @@ std::vector<SynthCase> Cases() {
          kHoleIds,
          {799,  799,  799,  799,  799,  799, 799, 799, 799, 799, 799, 1703, 799, 799, 799,  1170,
           1170, 1170, 1703, 1222, 1703, 799, 799, 799, 799, 799, 799, 799,  799, 799, 1222, 1170}}},
+       "qwen3moe-tiny"},
+      // Q4_K_M: as qwen2moe's, the experts' ffn_down of layers 0 and 1 is Q8_0
+      // (llama-quantize's Q5_0); on llama-quantize's file too the ids matched.
+      {"qwen3moe_q4_k",  // smallest top-two gap 0.0062
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time", kOnceIds, {1616, 1616, 1616, 1616, 1616, 1616, 1616, 1616,
+                                        1616, 1616, 1616, 1616, 992,  1198, 1282, 1378,
+                                        1378, 1378, 1378, 1378, 1378, 1193, 107,  439,
+                                        521,  1378, 964,  1378, 964,  1378, 521,  1378}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {1296, 467,  1296, 467,  1296, 1296, 1296, 871,  1296, 347,  1296,
+          1296, 1296, 1296, 347,  1296, 347,  1296, 1296, 1296, 1296, 1296,
+          1296, 1296, 1296, 1296, 1296, 347,  1296, 347,  1296, 1296}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {694, 799,  799, 799, 799, 799, 799, 799, 799, 799, 694, 172, 694, 799, 799,  799,
+          799, 1703, 427, 172, 694, 694, 694, 694, 694, 694, 694, 694, 694, 694, 1775, 1775}}},
        "qwen3moe-tiny"},
       // llama.cpp's Q5_K_M, Q3_K_M and Q2_K mixes (synth writes them byte for
       // byte as llama-quantize does). Smallest top-two gaps: 0.0035, 0.0016
@@ -330,6 +368,25 @@ std::vector<SynthCase> Cases() {
          kHoleIds,
          {582, 582, 582, 582, 582, 582, 582, 582, 582,  582,  582,  582,  582,  582,  582,  582,
           582, 582, 582, 582, 582, 17,  17,  142, 1363, 1363, 1363, 1363, 1363, 1363, 1363, 1363}}},
+       "gemma3-tiny"},
+      // Q4_K_M, byte for byte llama-quantize's (its file of the same weights).
+      {"gemma3_q4_k",  // smallest top-two gap 0.0053
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time", kOnceIds, {19,   1926, 1926, 1926, 1926, 1926, 1926, 1926,
+                                        1926, 1926, 1926, 1926, 1926, 1926, 1926, 1926,
+                                        1926, 697,  697,  697,  697,  697,  697,  697,
+                                        697,  697,  697,  697,  697,  697,  697,  697}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {1812, 1812, 1812, 1812, 1812, 1812, 1812, 1812, 1812, 1812, 1812,
+          1812, 1095, 1095, 1095, 1095, 1095, 1095, 1095, 1095, 1095, 1671,
+          1671, 1671, 1671, 1671, 1671, 1671, 1671, 410,  410,  410}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {582,  225,  225,  225,  225,  225,  225,  225,  2009, 2009, 2009,
+          2009, 2009, 2009, 2009, 2009, 2009, 1279, 1279, 1277, 1277, 1277,
+          1277, 1277, 1277, 1277, 1277, 1277, 1277, 1277, 1277, 1277}}},
        "gemma3-tiny"},
       // llama.cpp's Q4_1, Q5_1, IQ4_NL and IQ4_XS mixes (synth writes them byte
       // for byte as llama-quantize does, without an importance matrix). Each
