@@ -348,6 +348,25 @@ std::vector<SynthCase> Cases() {
           163,  163,  163,  163,  163,  163,  163,  163,  163,  1543, 418,
           1269, 1269, 1269, 1269, 1269, 1269, 1269, 1269, 1269, 1269}}},
        "gemma2-tiny"},
+      // Q4_K_M: attn_output's rows of 192 fall back to Q8_0 where llama-quantize's
+      // take Q5_0 (see PlanSynthModel); on llama-quantize's file too the ids matched.
+      {"gemma2_q4_k",  // smallest top-two gap 0.0014
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time", kOnceIds, {1839, 1839, 1839, 1839, 1839, 1839, 1839, 1839,
+                                        1839, 1839, 1839, 1839, 1839, 1839, 1839, 1839,
+                                        1839, 1839, 1839, 1839, 1839, 1839, 1839, 1839,
+                                        9,    9,    9,    9,    1600, 1600, 1600, 1600}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {287,  287, 287, 287, 287, 287, 287, 287, 287, 1438, 1438, 1438, 1438, 1438, 1438, 1438,
+          1438, 601, 601, 601, 601, 601, 601, 601, 601, 601,  539,  539,  539,  539,  539,  539}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {176,  176,  176,  176,  176,  176,  176,  176,  176,  1496, 1496,
+          1496, 1496, 1496, 1496, 1496, 406,  1566, 1566, 1566, 1566, 1566,
+          1566, 1566, 1566, 1566, 1566, 1566, 1566, 1566, 1566, 1566}}},
+       "gemma2-tiny"},
       // Gemma 3: QK-norm, 5 sliding layers (RoPE base 10000) to 1 global
       // (1e6), no soft-caps. Recorded with the scratch build's gemma3 graph
       // (added to c392e50 from upstream). The smallest top-two logit gaps
@@ -610,6 +629,25 @@ std::vector<SynthCase> Cases() {
           865,  110,  1289, 1359, 1856, 1882, 984, 1425, 1288, 36}}},
        "phi3-tiny",
        128},
+      // Q4_K_M (the fused QKV Q5_K), byte for byte llama-quantize's.
+      {"phi3_q4_k",  // smallest top-two gap 0.0029
+       TensorType::kQ4_K,
+       1,
+       {{"Once upon a time", kOnceIds, {2011, 1137, 614,  284,  1593, 1155, 1638, 120,
+                                        1593, 1496, 786,  542,  1593, 1001, 253,  1419,
+                                        1171, 863,  1468, 1867, 876,  1419, 1029, 1405,
+                                        294,  947,  1952, 1054, 396,  683,  457,  554}},
+        {"The quick brown fox jumps over the lazy dog",
+         kFoxIds,
+         {613,  1533, 10,   2016, 475,  1739, 1990, 1533, 1908, 1041, 129,
+          1969, 1656, 70,   1051, 928,  1111, 666,  928,  1308, 391,  1111,
+          1890, 70,   1797, 1018, 1284, 1610, 1358, 1395, 1171, 972}},
+        {"In a hole in the ground there lived",
+         kHoleIds,
+         {1642, 1843, 1528, 198, 301, 167,  808,  10,  1002, 1010, 922,
+          1410, 959,  537,  796, 322, 1207, 1798, 57,  315,  558,  1233,
+          2007, 1926, 2009, 6,   942, 445,  1032, 665, 959,  270}}},
+       "phi3-tiny"},
       // DeepSeek (deepseek2): MLA with YaRN (4x from 128 positions), one dense
       // layer, then experts and shared ones. V2-Lite's layout (27 layers,
       // plain attn_q, a softmax router) and V3's (q LoRA, a sigmoid router
