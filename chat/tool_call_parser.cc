@@ -42,6 +42,12 @@ size_t HeldBack(std::string_view text, std::string_view marker) {
   return 0;
 }
 
+// A call with a fresh id and its arguments (an object) as compact JSON.
+void AddCall(std::string name, const Json& arguments, std::vector<ParsedToolCall>& out) {
+  out.push_back(ParsedToolCall{RandomId("call_").substr(0, 29), std::move(name),
+                               arguments.dump(-1, ' ', false, Json::error_handler_t::replace)});
+}
+
 // {"name": string, <args_key>: object} -> a call; false otherwise.
 bool CallFromJson(const Json& j, std::vector<ParsedToolCall>& out) {
   if (!j.is_object()) return false;
@@ -54,8 +60,7 @@ bool CallFromJson(const Json& j, std::vector<ParsedToolCall>& out) {
     arguments = args->is_string() ? Json::parse(args->get<std::string>(), nullptr, false) : *args;
   }
   if (!arguments.is_object()) return false;
-  out.push_back(ParsedToolCall{RandomId("call_").substr(0, 29), name->get<std::string>(),
-                               arguments.dump(-1, ' ', false, Json::error_handler_t::replace)});
+  AddCall(name->get<std::string>(), arguments, out);
   return true;
 }
 
@@ -102,8 +107,7 @@ bool DeepSeekCall(std::string_view call, std::vector<ParsedToolCall>& out) {
   if (name.empty() || name.find_first_of(" \t\r\n") != std::string_view::npos) return false;
   const Json j = Json::parse(Strip(args), nullptr, false);
   if (!j.is_object()) return false;
-  out.push_back(ParsedToolCall{RandomId("call_").substr(0, 29), std::string(name),
-                               j.dump(-1, ' ', false, Json::error_handler_t::replace)});
+  AddCall(std::string(name), j, out);
   return true;
 }
 
