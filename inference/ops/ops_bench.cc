@@ -1,5 +1,6 @@
 // ops_bench: throughput of the MatMul kernels and of memory on this machine.
 // Not a test. Usage: [RINGLM_CPU_TARGET=NAME] ops_bench [-t THREADS] [-r REPS]
+// [--type NAME]
 //
 // For each weight type and shape (rows x cols, tinyllama's FFN and attention
 // shapes) it prints matrix-vector time and the weight bytes streamed per
@@ -9,6 +10,7 @@
 // "decode from memory" lines the matrix-vector rate over weights
 // too large for the caches, as a share of that read bandwidth.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,16 @@
 
 namespace ringlm {
 namespace {
+
+// Whether `type` is measured: every type, or the one --type names
+// (case-insensitive, e.g. q4_0).
+std::string g_only_type;
+bool Measured(TensorType type) {
+  if (g_only_type.empty()) return true;
+  std::string name(TraitsOf(type).name);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name == g_only_type;
+}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -121,6 +133,7 @@ void FromMemoryLines(ThreadPool& pool, int reps, double read_gbs) {
                           TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ2_K,
                           TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
                           TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
+    if (!Measured(type)) continue;
     const size_t row_bytes = RowBytes(type, kCols);
     const size_t matrix_bytes = row_bytes * kRows;
     const size_t copies = ((size_t{512} << 20) + matrix_bytes - 1) / matrix_bytes;
@@ -155,8 +168,12 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[i + 1]);
     } else if (flag == "-r") {
       reps = std::atoi(argv[i + 1]);
+    } else if (flag == "--type") {
+      g_only_type = argv[i + 1];
+      for (char& c : g_only_type)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     } else {
-      std::fprintf(stderr, "usage: ops_bench [-t THREADS] [-r REPS]\n");
+      std::fprintf(stderr, "usage: ops_bench [-t THREADS] [-r REPS] [--type NAME]\n");
       return 2;
     }
   }
@@ -192,6 +209,7 @@ int main(int argc, char** argv) {
     for (float& v : x) v = dist(rng);
     std::vector<float> y(kPrefillTokens * s.rows);
     for (TensorType type : types) {
+      if (!Measured(type)) continue;
       const size_t row_bytes = RowBytes(type, s.cols);
       std::vector<uint8_t> w(row_bytes * s.rows);
       for (int64_t r = 0; r < s.rows; ++r) {
