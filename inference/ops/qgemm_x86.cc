@@ -559,46 +559,72 @@ RINGLM_VNNI_TARGET void KernelVnniIq4Nl(const uint8_t* w, size_t row_bytes, cons
   }
 }
 
-// One token (decode), 2 * RP rows: zmm j holds rows 2j and 2j + 1, so output
-// i is row i.
+// One token (decode), 2 * RP <= 8 rows, each row in one 128-bit chunk: zmm A
+// holds rows 0..3's 16 bytes of nibbles, zmm B rows 4..7's, loaded straight
+// into their chunks. The low nibbles (positions 0..15) meet the activations
+// 0..15 broadcast to every chunk, the high ones (16..31) activations 16..31,
+// so each chunk's 4 lanes hold its row's block sum in parts (exact), which
+// one unpack-and-add folds into the 8 rows' totals.
+// Lane l of the folded totals holds row kRowOfLane[l].
+constexpr int kRowOfLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+// The 8 rows' totals of a (rows 0..3) and b (rows 4..7), in the order
+// kRowOfLane (exact integers).
+RINGLM_VNNI_TARGET inline __m256i SumEachChunk(__m512i a, __m512i b) {
+  // Chunk c: (a0 + a2, b0 + b2, a1 + a3, b1 + b3) of its lanes.
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  // Chunk c: (a, b, a, b) totals.
+  const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
+  const __m512i pick = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, v));
+}
+
 template <int RP>
 RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_bytes,
                                                    const uint8_t* x, size_t /*pair_stride*/,
                                                    int64_t nb, float* out, int out_stride) {
+  constexpr int kRows = 2 * RP;
   __m256 acc = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
   const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
   constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* xb = x + b * kQGemmRecordBytes;
-    const __m512i xv =
-        _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(xb)));
+    const __m512i xlo =
+        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
+    const __m512i xhi =
+        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
     const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
-    const __m512i xcorr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, k8, xv));
+    // -8 * the block's activations, spread over each chunk's 4 lanes.
+    const __m512i xcorr =
+        _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, xlo), k8, xhi));
     // The next tile of 2 * RP rows follows this one.
     PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
-    __m512i sums[4];
-    alignas(16) uint16_t d16[8] = {};  // in the order kHalfOf
-    for (int j = 0; j < RP; ++j) {
-      const uint8_t* blk0 = w + (2 * j) * row_bytes + b * kBlockBytes;
-      const uint8_t* blk1 = blk0 + row_bytes;
-      std::memcpy(&d16[j], blk0, sizeof(uint16_t));
-      std::memcpy(&d16[4 + j], blk1, sizeof(uint16_t));
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2));
-      const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2));
-      const __m512i v =
-          _mm512_inserti64x4(_mm512_broadcast_i32x4(q0), _mm256_broadcastsi128_si256(q1), 1);
-      const __m512i wv = SplitNibbles(v);
-      sums[j] = _mm512_dpbusd_epi32(xcorr, wv, xv);
+    const uint8_t* blk = w + b * kBlockBytes;
+    __m512i q[2] = {zero, zero};
+    alignas(16) uint16_t d16[8] = {};  // the scales in the order kRowOfLane
+    for (int r = 0; r < kRows; ++r) {
+      const __m128i* qs = reinterpret_cast<const __m128i*>(blk + r * row_bytes + 2);
+      q[r / 4] = _mm512_mask_broadcast_i32x4(q[r / 4], static_cast<__mmask16>(0xF << (4 * (r % 4))),
+                                             _mm_loadu_si128(qs));
+      std::memcpy(&d16[2 * (r % 4) + r / 4], blk + r * row_bytes, sizeof(uint16_t));
     }
-    for (int j = RP; j < 4; ++j) sums[j] = zero;
+    __m512i sum[2];
+    for (int h = 0; h < (kRows + 3) / 4; ++h) {
+      const __m512i lo = _mm512_and_si512(q[h], k0f);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q[h], 4), k0f);
+      sum[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xcorr, lo, xlo), hi, xhi);
+    }
+    if constexpr (kRows <= 4) sum[1] = zero;
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachOf8Halves(sums)), _mm256_mul_ps(dw, dx), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachChunk(sum[0], sum[1])), _mm256_mul_ps(dw, dx),
+                          acc);
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
   for (int l = 0; l < 8; ++l) {
-    if (kHalfOf[l] < 2 * RP) out[kHalfOf[l] * out_stride] = lanes[l];
+    if (kRowOfLane[l] < kRows) out[kRowOfLane[l] * out_stride] = lanes[l];
   }
 }
 
