@@ -23,7 +23,7 @@ class Splitter {
  public:
   explicit Splitter(const std::vector<uint32_t>& cpts) : cpts_(cpts) {
     classes_.reserve(cpts.size());
-    for (uint32_t c : cpts) classes_.push_back(ClassifyCodepoint(c));
+    for (uint32_t c : cpts) classes_.push_back(Coarse(ClassifyCodepoint(c)));
   }
 
   // Lengths (in code points) of the pre-tokens.
@@ -113,6 +113,19 @@ class Splitter {
   }
 
  private:
+  // These regexes tell apart only \p{L}, \p{N}, \s and the rest: marks,
+  // punctuation and symbols are all "other" here.
+  static CodepointClass Coarse(CodepointClass cls) {
+    switch (cls) {
+      case CodepointClass::kMark:
+      case CodepointClass::kPunctuation:
+      case CodepointClass::kSymbol:
+        return CodepointClass::kOther;
+      default:
+        return cls;
+    }
+  }
+
   uint32_t Cpt(size_t pos) const { return pos < cpts_.size() ? cpts_[pos] : kOutOfRange; }
   // Past the end is kOther here, but IsOther() is false there: like llama.cpp's
   // empty flags, it is neither letter, number, whitespace nor "other".

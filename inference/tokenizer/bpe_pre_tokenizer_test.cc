@@ -59,25 +59,36 @@ TEST(UnicodeTest, Classes) {
   EXPECT_EQ(ClassifyCodepoint('a'), CodepointClass::kLetter);
   EXPECT_EQ(ClassifyCodepoint('7'), CodepointClass::kNumber);
   EXPECT_EQ(ClassifyCodepoint('\t'), CodepointClass::kWhitespace);
-  EXPECT_EQ(ClassifyCodepoint('_'), CodepointClass::kOther);
-  EXPECT_EQ(ClassifyCodepoint(0xE9), CodepointClass::kLetter);     // é
-  EXPECT_EQ(ClassifyCodepoint(0x3B1), CodepointClass::kLetter);    // α
-  EXPECT_EQ(ClassifyCodepoint(0x416), CodepointClass::kLetter);    // Ж
-  EXPECT_EQ(ClassifyCodepoint(0x5D0), CodepointClass::kLetter);    // א
-  EXPECT_EQ(ClassifyCodepoint(0x628), CodepointClass::kLetter);    // ب
-  EXPECT_EQ(ClassifyCodepoint(0x915), CodepointClass::kLetter);    // क
-  EXPECT_EQ(ClassifyCodepoint(0x93F), CodepointClass::kOther);     // ि (vowel sign, Mc)
-  EXPECT_EQ(ClassifyCodepoint(0x966), CodepointClass::kNumber);    // ०
-  EXPECT_EQ(ClassifyCodepoint(0x663), CodepointClass::kNumber);    // ٣
-  EXPECT_EQ(ClassifyCodepoint(0x3042), CodepointClass::kLetter);   // あ
-  EXPECT_EQ(ClassifyCodepoint(0x30AB), CodepointClass::kLetter);   // カ
-  EXPECT_EQ(ClassifyCodepoint(0x65E5), CodepointClass::kLetter);   // 日
-  EXPECT_EQ(ClassifyCodepoint(0xAC00), CodepointClass::kLetter);   // 가
-  EXPECT_EQ(ClassifyCodepoint(0x20000), CodepointClass::kLetter);  // CJK ext. B
-  EXPECT_EQ(ClassifyCodepoint(0xB2), CodepointClass::kNumber);     // ²
-  EXPECT_EQ(ClassifyCodepoint(0x2167), CodepointClass::kNumber);   // Ⅷ
-  EXPECT_EQ(ClassifyCodepoint(0x301), CodepointClass::kOther);     // combining acute
-  EXPECT_EQ(ClassifyCodepoint(0x1F44B), CodepointClass::kOther);   // 👋
+  EXPECT_EQ(ClassifyCodepoint('_'), CodepointClass::kPunctuation);
+  EXPECT_EQ(ClassifyCodepoint('$'), CodepointClass::kSymbol);
+  EXPECT_EQ(ClassifyCodepoint('~'), CodepointClass::kSymbol);          // Sm
+  EXPECT_EQ(ClassifyCodepoint(0x7F), CodepointClass::kOther);          // DEL (Cc)
+  EXPECT_EQ(ClassifyCodepoint(0xE9), CodepointClass::kLetter);         // é
+  EXPECT_EQ(ClassifyCodepoint(0x3B1), CodepointClass::kLetter);        // α
+  EXPECT_EQ(ClassifyCodepoint(0x416), CodepointClass::kLetter);        // Ж
+  EXPECT_EQ(ClassifyCodepoint(0x5D0), CodepointClass::kLetter);        // א
+  EXPECT_EQ(ClassifyCodepoint(0x628), CodepointClass::kLetter);        // ب
+  EXPECT_EQ(ClassifyCodepoint(0x915), CodepointClass::kLetter);        // क
+  EXPECT_EQ(ClassifyCodepoint(0x93F), CodepointClass::kMark);          // ि (vowel sign, Mc)
+  EXPECT_EQ(ClassifyCodepoint(0x966), CodepointClass::kNumber);        // ०
+  EXPECT_EQ(ClassifyCodepoint(0x663), CodepointClass::kNumber);        // ٣
+  EXPECT_EQ(ClassifyCodepoint(0x3042), CodepointClass::kLetter);       // あ
+  EXPECT_EQ(ClassifyCodepoint(0x30AB), CodepointClass::kLetter);       // カ
+  EXPECT_EQ(ClassifyCodepoint(0x65E5), CodepointClass::kLetter);       // 日
+  EXPECT_EQ(ClassifyCodepoint(0xAC00), CodepointClass::kLetter);       // 가
+  EXPECT_EQ(ClassifyCodepoint(0x20000), CodepointClass::kLetter);      // CJK ext. B
+  EXPECT_EQ(ClassifyCodepoint(0xB2), CodepointClass::kNumber);         // ²
+  EXPECT_EQ(ClassifyCodepoint(0x2167), CodepointClass::kNumber);       // Ⅷ
+  EXPECT_EQ(ClassifyCodepoint(0x301), CodepointClass::kMark);          // combining acute
+  EXPECT_EQ(ClassifyCodepoint(0x20DD), CodepointClass::kMark);         // enclosing circle (Me)
+  EXPECT_EQ(ClassifyCodepoint(0x3001), CodepointClass::kPunctuation);  // 、
+  EXPECT_EQ(ClassifyCodepoint(0xAB), CodepointClass::kPunctuation);    // « (Pi)
+  EXPECT_EQ(ClassifyCodepoint(0x20AC), CodepointClass::kSymbol);       // € (Sc)
+  EXPECT_EQ(ClassifyCodepoint(0xFF5E), CodepointClass::kSymbol);       // ～ (Sm)
+  EXPECT_EQ(ClassifyCodepoint(0xFFFD), CodepointClass::kSymbol);       // So
+  EXPECT_EQ(ClassifyCodepoint(0xFEFF), CodepointClass::kOther);        // BOM (Cf)
+  EXPECT_EQ(ClassifyCodepoint(0xE000), CodepointClass::kOther);        // private use
+  EXPECT_EQ(ClassifyCodepoint(0x1F44B), CodepointClass::kSymbol);      // 👋 (So)
   EXPECT_EQ(ClassifyCodepoint(0xA0), CodepointClass::kWhitespace);
   EXPECT_EQ(ClassifyCodepoint(0x3000), CodepointClass::kWhitespace);
   EXPECT_EQ(ClassifyCodepoint(0x2028), CodepointClass::kWhitespace);

@@ -3,8 +3,10 @@
 
 Run: python3 gen_unicode_tables.py > unicode_tables.cc && clang-format -i unicode_tables.cc
 Classes follow llama.cpp's unicode_cpt_flags: letter = general category L*,
-number = N*, whitespace = the Unicode White_Space property (hard-coded below;
-Python has no accessor for it), everything else is "other".
+number = N*, mark = M*, punctuation = P*, symbol = S*, whitespace = the
+Unicode White_Space property (hard-coded below; Python has no accessor for
+it; it wins over the category, though no White_Space code point is L, N, M,
+P or S), everything else (C*, Z* that is not White_Space) is "other".
 """
 import sys
 import unicodedata
@@ -21,6 +23,12 @@ def cls(cp):
         return "kLetter"
     if cat[0] == "N":
         return "kNumber"
+    if cat[0] == "M":
+        return "kMark"
+    if cat[0] == "P":
+        return "kPunctuation"
+    if cat[0] == "S":
+        return "kSymbol"
     return None
 
 
@@ -44,12 +52,17 @@ def main():
     out.write("constexpr CodepointClass kL = CodepointClass::kLetter;\n")
     out.write("constexpr CodepointClass kN = CodepointClass::kNumber;\n")
     out.write("constexpr CodepointClass kW = CodepointClass::kWhitespace;\n")
+    out.write("constexpr CodepointClass kM = CodepointClass::kMark;\n")
+    out.write("constexpr CodepointClass kP = CodepointClass::kPunctuation;\n")
+    out.write("constexpr CodepointClass kS = CodepointClass::kSymbol;\n")
     out.write("}  // namespace\n\n")
-    out.write("// %d ranges of letters, numbers and whitespace, sorted and disjoint;\n" % len(ranges))
+    out.write("// %d ranges of letters, numbers, whitespace, marks, punctuation and\n"
+              "// symbols, sorted and disjoint;\n" % len(ranges))
     out.write("// code points outside every range are kOther.\n")
     out.write("// clang-format off\n")
     out.write("const CodepointRange kCodepointRanges[] = {\n")
-    abbrev = {"kLetter": "kL", "kNumber": "kN", "kWhitespace": "kW"}
+    abbrev = {"kLetter": "kL", "kNumber": "kN", "kWhitespace": "kW", "kMark": "kM",
+              "kPunctuation": "kP", "kSymbol": "kS"}
     items = ["{0x%X, 0x%X, %s}" % (lo, hi, abbrev[c]) for lo, hi, c in ranges]
     line = ""
     for item in items:

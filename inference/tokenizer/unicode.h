@@ -15,12 +15,17 @@ namespace ringlm::tokenizer_internal {
 
 constexpr uint32_t kReplacementCharacter = 0xFFFD;
 
-// The classes the pre-tokenizer regexes ask about (\p{L}, \p{N}, \s).
+// The classes the pre-tokenizer regexes ask about (\p{L}, \p{N}, \s, \p{M},
+// \p{P}, \p{S}). No White_Space code point is in L, N, M, P or S, so one
+// class per code point is enough.
 enum class CodepointClass : uint8_t {
-  kOther = 0,
-  kLetter,      // general category L* (Lu Ll Lt Lm Lo)
-  kNumber,      // general category N* (Nd Nl No)
-  kWhitespace,  // the White_Space property (ASCII \t..\r and ' ' included)
+  kOther = 0,    // C* (controls, format, private use, unassigned), non-space Z*
+  kLetter,       // general category L* (Lu Ll Lt Lm Lo)
+  kNumber,       // general category N* (Nd Nl No)
+  kWhitespace,   // the White_Space property (ASCII \t..\r and ' ' included)
+  kMark,         // general category M* (Mn Mc Me)
+  kPunctuation,  // general category P* (Pc Pd Ps Pe Pi Pf Po)
+  kSymbol,       // general category S* (Sm Sc Sk So)
 };
 
 struct CodepointRange {
@@ -33,8 +38,8 @@ struct CodepointRange {
 extern const CodepointRange kCodepointRanges[];
 extern const size_t kNumCodepointRanges;
 
-// Class of `cpt`; kOther for anything not in the table (marks, punctuation,
-// symbols, controls, unassigned, surrogates, values above U+10FFFF).
+// Class of `cpt`; kOther for anything not in the table (controls, format
+// characters, unassigned, surrogates, values above U+10FFFF).
 CodepointClass ClassifyCodepoint(uint32_t cpt);
 
 // llama.cpp's unicode_cpts_from_utf8: decodes by the lead byte's bit pattern,
