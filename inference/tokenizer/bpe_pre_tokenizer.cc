@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "inference/tokenizer/split_sequence.h"
 #include "inference/tokenizer/unicode.h"
 
 namespace ringlm::tokenizer_internal {
@@ -189,6 +190,9 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
   } else if (is_any({"qwen2", "deepseek-r1-qwen"})) {
     config.kind = PreTokenizerKind::kQwen2;
     config.clean_spaces = false;
+  } else if (pre == "deepseek-v3") {
+    config.kind = PreTokenizerKind::kDeepseekV3;
+    config.clean_spaces = false;
   } else if (is_any({"stablelm2", "megrez"})) {
     config.kind = PreTokenizerKind::kQwen2;
   } else if (is_any({"gpt-2", "phi-2", "mpt", "olmo", "jais", "jina-es", "jina-de", "jina-v2-es",
@@ -199,18 +203,28 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
         "pre-tokenizer \"", absl::CHexEscape(std::string(pre)),
         "\" (tokenizer.ggml.pre) is not implemented; supported: llama3, llama-v3, llama-bpe, "
         "falcon3, qwen2, deepseek-r1-qwen, stablelm2, megrez, gpt-2, phi-2, mpt, olmo, jais, "
-        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat"));
+        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, deepseek-v3"));
   }
   return config;
 }
 
 std::vector<std::string> PreTokenize(std::string_view text, PreTokenizerKind kind) {
   const std::vector<uint32_t> cpts = DecodeUtf8Lenient(text);
-  Splitter splitter(cpts);
-  const std::vector<size_t> lengths =
-      kind == PreTokenizerKind::kGpt2
-          ? splitter.SplitGpt2()
-          : splitter.SplitLlama3Style(kind == PreTokenizerKind::kLlama3 ? 3 : 1);
+  std::vector<size_t> lengths;
+  switch (kind) {
+    case PreTokenizerKind::kLlama3:
+      lengths = Splitter(cpts).SplitLlama3Style(/*max_digits=*/3);
+      break;
+    case PreTokenizerKind::kQwen2:
+      lengths = Splitter(cpts).SplitLlama3Style(/*max_digits=*/1);
+      break;
+    case PreTokenizerKind::kGpt2:
+      lengths = Splitter(cpts).SplitGpt2();
+      break;
+    case PreTokenizerKind::kDeepseekV3:
+      lengths = SplitDeepseekV3(cpts);
+      break;
+  }
   std::vector<std::string> words;
   words.reserve(lengths.size());
   std::string utf8;

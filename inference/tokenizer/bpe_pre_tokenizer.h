@@ -22,6 +22,8 @@ enum class PreTokenizerKind {
   kQwen2,
   // "'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
   kGpt2,
+  // DeepSeek V3's three regexes, one after the other (split_sequence.h).
+  kDeepseekV3,
 };
 
 // What tokenizer.ggml.pre implies, as in llama_vocab::impl::load.
@@ -38,8 +40,9 @@ struct PreTokenizerConfig {
 // Config for a tokenizer.ggml.pre value. Supported (llama.cpp names):
 // llama3, llama-v3, llama-bpe, falcon3 (kLlama3); qwen2, deepseek-r1-qwen,
 // stablelm2, megrez (kQwen2); gpt-2, phi-2, mpt, olmo, jais, jina-es, jina-de,
-// jina-v2-es, jina-v2-de, gigachat (kGpt2). Unimplemented for other names
-// llama.cpp may know (including "" and "default", whose regexes need \p{P}).
+// jina-v2-es, jina-v2-de, gigachat (kGpt2); deepseek-v3 (kDeepseekV3).
+// Unimplemented for other names llama.cpp may know (including "" and
+// "default").
 absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre);
 
 // Splits `text` (arbitrary bytes) into pre-tokens and returns each in

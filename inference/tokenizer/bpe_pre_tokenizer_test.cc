@@ -1,5 +1,6 @@
 // The byte-level pre-tokenizer splits, hand-checked against the regexes
-// llama.cpp uses for tokenizer.ggml.pre = llama3 / qwen2 / gpt-2.
+// llama.cpp uses for tokenizer.ggml.pre = llama3 / qwen2 / gpt-2 /
+// deepseek-v3.
 
 #include "inference/tokenizer/bpe_pre_tokenizer.h"
 
@@ -36,6 +37,7 @@ std::vector<std::string> Split(const std::string& text, PreTokenizerKind kind) {
 constexpr PreTokenizerKind kLlama3 = PreTokenizerKind::kLlama3;
 constexpr PreTokenizerKind kQwen2 = PreTokenizerKind::kQwen2;
 constexpr PreTokenizerKind kGpt2 = PreTokenizerKind::kGpt2;
+constexpr PreTokenizerKind kDeepseekV3 = PreTokenizerKind::kDeepseekV3;
 
 TEST(ByteLevelTest, BytesToUnicodeMapping) {
   EXPECT_EQ(ByteToCodepoint(' '), 0x120u);   // "Ġ"
@@ -175,6 +177,138 @@ TEST(PreTokenizerTest, Gpt2) {
   EXPECT_THAT(Split("a\n\nb", kGpt2), ElementsAre("a", "\n", "\n", "b"));
 }
 
+// DeepSeek V3: \p{N}{1,3}, then CJK/kana runs, then the word regex, each
+// over every piece the one before left.
+TEST(DeepseekV3PreTokenizerTest, DigitsInRunsOfThree) {
+  EXPECT_THAT(Split("12345678", kDeepseekV3), ElementsAre("123", "456", "78"));
+  EXPECT_THAT(Split("abc1234def", kDeepseekV3), ElementsAre("abc", "123", "4", "def"));
+  EXPECT_THAT(Split("3.14", kDeepseekV3), ElementsAre("3", ".", "14"));
+  EXPECT_THAT(Split("x\xC2\xB2\xD9\xA3", kDeepseekV3),
+              ElementsAre("x", "\xC2\xB2\xD9\xA3"));  // x²٣
+  // The space before a number is a piece of its own: (?!\S) looks only
+  // within the piece " ", where it is at the end.
+  EXPECT_THAT(Split("a  12", kDeepseekV3), ElementsAre("a", "  ", "12"));
+  EXPECT_THAT(Split("  1", kLlama3), ElementsAre(" ", " ", "1"));
+  EXPECT_THAT(Split("  1", kDeepseekV3), ElementsAre("  ", "1"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, CjkAndKanaRuns) {
+  // 我想在apple工作
+  EXPECT_THAT(
+      Split("\xE6\x88\x91\xE6\x83\xB3\xE5\x9C\xA8"
+            "apple\xE5\xB7\xA5\xE4\xBD\x9C",
+            kDeepseekV3),
+      ElementsAre("\xE6\x88\x91\xE6\x83\xB3\xE5\x9C\xA8", "apple", "\xE5\xB7\xA5\xE4\xBD\x9C"));
+  // 日本のテキスト한국어: kanji, hiragana and katakana form one run; hangul
+  // is not in the class and falls to the word regex.
+  EXPECT_THAT(Split("\xE6\x97\xA5\xE6\x9C\xAC\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9"
+                    "\xE3\x83\x88\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4",
+                    kDeepseekV3),
+              ElementsAre("\xE6\x97\xA5\xE6\x9C\xAC\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9"
+                          "\xE3\x83\x88",
+                          "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4"));
+  // A space does not join a CJK run; U+9FA6 (past 龥) is only a letter.
+  EXPECT_THAT(Split(" \xE4\xB8\xAD\xE6\x96\x87 ", kDeepseekV3),
+              ElementsAre(" ", "\xE4\xB8\xAD\xE6\x96\x87", " "));
+  EXPECT_THAT(Split("\xE4\xB8\x80\xE9\xBE\xA6x", kDeepseekV3),
+              ElementsAre("\xE4\xB8\x80", "\xE9\xBE\xA6x"));
+  // 全角、: the ideographic comma is punctuation, outside the class.
+  EXPECT_THAT(Split("\xE5\x85\xA8\xE8\xA7\x92\xE3\x80\x81", kDeepseekV3),
+              ElementsAre("\xE5\x85\xA8\xE8\xA7\x92", "\xE3\x80\x81"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, AsciiPunctuationLeadsAsciiLetters) {
+  EXPECT_THAT(Split("-hello", kDeepseekV3), ElementsAre("-hello"));
+  EXPECT_THAT(Split("(x)", kDeepseekV3), ElementsAre("(x", ")"));
+  EXPECT_THAT(Split("don't", kDeepseekV3), ElementsAre("don", "'t"));
+  EXPECT_THAT(Split("#include <stdio.h>", kDeepseekV3),
+              ElementsAre("#include", " <", "stdio", ".h", ">"));
+  // Only ASCII letters follow: the first alternative takes "-h" and stops.
+  EXPECT_THAT(Split("-h\xC3\xA9llo", kDeepseekV3), ElementsAre("-h", "\xC3\xA9llo"));
+  // A punctuation run is taken whole before the next position is tried.
+  EXPECT_THAT(Split("..abc", kDeepseekV3), ElementsAre("..", "abc"));
+  // Non-ASCII punctuation does not lead letters.
+  EXPECT_THAT(Split("\xC2\xABhi\xC2\xBB", kDeepseekV3), ElementsAre("\xC2\xAB", "hi", "\xC2\xBB"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, LettersWithCombiningMarks) {
+  // Marks join letters (unlike Llama 3's \p{L}+).
+  EXPECT_THAT(Split("e\xCC\x81x", kDeepseekV3), ElementsAre("e\xCC\x81x"));
+  EXPECT_THAT(Split("e\xCC\x81x", kLlama3), ElementsAre("e", "\xCC\x81x"));
+  EXPECT_THAT(Split(" \xE0\xA4\x95\xE0\xA4\xBF", kDeepseekV3),
+              ElementsAre(" \xE0\xA4\x95\xE0\xA4\xBF"));  // " कि"
+  EXPECT_THAT(Split("\xCC\x81", kDeepseekV3), ElementsAre("\xCC\x81"));
+  EXPECT_THAT(Split("1\xCC\x81", kDeepseekV3), ElementsAre("1", "\xCC\x81"));
+  // Punctuation is not a prefix of letters or marks.
+  EXPECT_THAT(Split("!\xCC\x81", kDeepseekV3), ElementsAre("!", "\xCC\x81"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, PunctuationRunsTakeTrailingNewlines) {
+  EXPECT_THAT(Split("Hello!!\n\nok", kDeepseekV3), ElementsAre("Hello", "!!\n\n", "ok"));
+  EXPECT_THAT(Split("a ... b", kDeepseekV3), ElementsAre("a", " ...", " b"));
+  EXPECT_THAT(Split(",\r\n", kDeepseekV3), ElementsAre(",\r\n"));
+  EXPECT_THAT(Split("!!\n \nok", kDeepseekV3), ElementsAre("!!\n", " \n", "ok"));
+  // ASCII '~' is a symbol; emoji are symbols; 😶 U+200D 🌫 U+FE0F: the
+  // joiner (Cf) matches nothing and stays a piece of its own.
+  EXPECT_THAT(Split("a ~~", kDeepseekV3), ElementsAre("a", " ~~"));
+  EXPECT_THAT(Split("\xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F", kDeepseekV3),
+              ElementsAre("\xF0\x9F\x98\xB6", "\xE2\x80\x8D", "\xF0\x9F\x8C\xAB", "\xEF\xB8\x8F"));
+  EXPECT_THAT(Split("\xF0\x9F\x9A\x80 (x) \xE2\x9C\x85", kDeepseekV3),
+              ElementsAre("\xF0\x9F\x9A\x80", " (", "x", ")", " \xE2\x9C\x85"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, Whitespace) {
+  EXPECT_THAT(Split("x   ", kDeepseekV3), ElementsAre("x", "   "));
+  EXPECT_THAT(Split("   word", kDeepseekV3), ElementsAre("  ", " word"));
+  EXPECT_THAT(Split("a \n\n b", kDeepseekV3), ElementsAre("a", " \n\n", " b"));
+  EXPECT_THAT(Split(" \n \n\n  x", kDeepseekV3), ElementsAre(" \n \n\n", " ", " x"));
+  EXPECT_THAT(Split("a\t\tb", kDeepseekV3), ElementsAre("a", "\t", "\tb"));
+  EXPECT_THAT(Split("\n", kDeepseekV3), ElementsAre("\n"));
+  // Any non-newline, non-letter, non-punctuation code point may lead
+  // letters, so no-break space does.
+  EXPECT_THAT(Split("a \xC2\xA0"
+                    "b",
+                    kDeepseekV3),
+              ElementsAre("a", " ",
+                          "\xC2\xA0"
+                          "b"));
+  // Controls match nothing: a run of them is one piece, the last one before
+  // letters leads them.
+  EXPECT_THAT(Split("a\x01\x02"
+                    "b",
+                    kDeepseekV3),
+              ElementsAre("a", "\x01",
+                          "\x02"
+                          "b"));
+  EXPECT_THAT(Split("\x01\x02", kDeepseekV3), ElementsAre("\x01\x02"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, MixedScripts) {
+  EXPECT_THAT(Split("\xC3\x9Cn\xC3\xAF: Stra\xC3\x9F"
+                    "e, \xD0\xBC\xD0\xB8\xD1\x80",
+                    kDeepseekV3),
+              ElementsAre("\xC3\x9Cn\xC3\xAF", ":",
+                          " Stra\xC3\x9F"
+                          "e",
+                          ",", " \xD0\xBC\xD0\xB8\xD1\x80"));  // Ünï: Straße, мир
+  // Full-width letters are letters; the hyphen leads ASCII letters.
+  EXPECT_THAT(Split("\xEF\xBC\xA1\xEF\xBD\x82 full-width", kDeepseekV3),
+              ElementsAre("\xEF\xBC\xA1\xEF\xBD\x82", " full", "-width"));
+}
+
+TEST(DeepseekV3PreTokenizerTest, EmptyAndInvalidUtf8) {
+  EXPECT_THAT(Split("", kDeepseekV3), IsEmpty());
+  // Each bad byte is U+FFFD, a symbol, so it stands apart from letters.
+  EXPECT_THAT(Split("a\xFF"
+                    "b",
+                    kDeepseekV3),
+              ElementsAre("a", "\xEF\xBF\xBD", "b"));
+  EXPECT_THAT(Split("1\xC3"
+                    "2",
+                    kDeepseekV3),
+              ElementsAre("1", "\xEF\xBF\xBD", "2"));
+}
+
 TEST(PreTokenizerTest, ConfigForPreNames) {
   for (const char* pre : {"llama3", "llama-bpe", "llama-v3"}) {
     absl::StatusOr<PreTokenizerConfig> c = PreTokenizerConfigFor(pre);
@@ -191,6 +325,16 @@ TEST(PreTokenizerTest, ConfigForPreNames) {
   EXPECT_FALSE(qwen->default_add_bos);
   EXPECT_FALSE(qwen->clean_spaces);
   EXPECT_EQ(PreTokenizerConfigFor("gpt-2")->kind, kGpt2);
+  // llama.cpp: deepseek-v3 sets clean_spaces = false and nothing else.
+  absl::StatusOr<PreTokenizerConfig> v3 = PreTokenizerConfigFor("deepseek-v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(v3->kind, kDeepseekV3);
+  EXPECT_FALSE(v3->ignore_merges);
+  EXPECT_FALSE(v3->default_add_bos);
+  EXPECT_FALSE(v3->clean_spaces);
+  // deepseek-coder's regexes are not deepseek-v3's.
+  EXPECT_EQ(PreTokenizerConfigFor("deepseek-coder").status().code(),
+            absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PreTokenizerConfigFor("default").status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PreTokenizerConfigFor("").status().code(), absl::StatusCode::kUnimplemented);
 }

@@ -1,0 +1,32 @@
+// Internal to inference/tokenizer: pre-tokenizers that chain several Split
+// regexes, as Hugging Face's Sequence of Split(behavior "Isolated") and
+// llama.cpp's unicode_regex_split with several regexes do. Each regex runs
+// over every piece the previous one left, and every match and every stretch
+// between two matches becomes a piece of its own. The regexes are hand-coded
+// over code points (no regex engine), like the single-regex splitters in
+// bpe_pre_tokenizer.cc.
+
+#ifndef RINGLM_INFERENCE_TOKENIZER_SPLIT_SEQUENCE_H_
+#define RINGLM_INFERENCE_TOKENIZER_SPLIT_SEQUENCE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ringlm::tokenizer_internal {
+
+// Lengths (in code points; they sum to cpts.size(), none is 0) of DeepSeek
+// V3's pre-tokens (tokenizer.ggml.pre "deepseek-v3"). The regexes, in order:
+//  1. \p{N}{1,3}
+//  2. [一-龥぀-ゟ゠-ヿ]+
+//  3. [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|
+//     [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|
+//     \s*[\r\n]+|\s+(?!\S)|\s+
+// Categories are Unicode general categories and \s is White_Space, as in
+// Hugging Face tokenizers; llama.cpp c392e50 differs on one character: its
+// \p{S} misses ASCII '~' (Sm). A pure function: thread-safe.
+std::vector<size_t> SplitDeepseekV3(const std::vector<uint32_t>& cpts);
+
+}  // namespace ringlm::tokenizer_internal
+
+#endif  // RINGLM_INFERENCE_TOKENIZER_SPLIT_SEQUENCE_H_
