@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/synth/synth_model.h"
 #include "gguf/gguf_file.h"
@@ -203,6 +204,64 @@ TEST_F(HfTokenizerTest, OtherRegexesAreUnimplementedAndQuoted) {
 
   j["model"]["type"] = "Unigram";
   EXPECT_EQ(LoadError(j, ByteLevelConfig()).code(), absl::StatusCode::kUnimplemented);
+}
+
+json IsolatedSplit(const std::string& regex) {
+  return {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}};
+}
+
+// DeepSeek V3's tokenizer.json spells \r and \n in its third regex as the
+// characters themselves.
+const std::string kDeepseekDigits = R"(\p{N}{1,3})";
+const std::string kDeepseekCjk =
+    "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+";
+const std::string kDeepseekWords =
+    "[!\"#$%&'()*+,\\-./"
+    ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+    "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+
+json WithSplits(json j, const std::vector<std::string>& regexes) {
+  json pre = json::array();
+  for (const std::string& r : regexes) pre.push_back(IsolatedSplit(r));
+  pre.push_back(kByteLevel);
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", pre}};
+  return j;
+}
+
+TEST_F(HfTokenizerTest, DeepseekV3SplitSequenceMapsToDeepseekV3) {
+  absl::StatusOr<SynthTokenizer> t =
+      Load(WithSplits(ByteLevelJson(), {kDeepseekDigits, kDeepseekCjk, kDeepseekWords}),
+           ByteLevelConfig());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vocab.pre, "deepseek-v3");
+
+  // The same regexes in another order, or only some of them, are not it.
+  absl::Status s =
+      LoadError(WithSplits(ByteLevelJson(), {kDeepseekCjk, kDeepseekDigits, kDeepseekWords}),
+                ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(),
+              HasSubstr("the pre-tokenizer is not supported: the sequence of 3 splits"));
+  EXPECT_THAT(s.message(), HasSubstr(R"('\p{N}{1,3}')"));
+  s = LoadError(WithSplits(ByteLevelJson(), {kDeepseekDigits, kDeepseekWords}), ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("the sequence of 2 splits"));
+  // Two known single splits are not a known sequence either.
+  const std::string llama3 = kLlama3Split["pattern"]["Regex"];
+  s = LoadError(WithSplits(ByteLevelJson(), {llama3, llama3}), ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("the sequence of 2 splits"));
+  // An unknown regex among known ones is the one quoted.
+  s = LoadError(WithSplits(ByteLevelJson(), {kDeepseekDigits, "[a-z]+", kDeepseekWords}),
+                ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("Split regex '[a-z]+' is none of"));
+  // Every split must be Isolated.
+  json j = WithSplits(ByteLevelJson(), {kDeepseekDigits, kDeepseekCjk, kDeepseekWords});
+  j["pre_tokenizer"]["pretokenizers"][1]["behavior"] = "MergedWithNext";
+  s = LoadError(j, ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("Split behavior 'MergedWithNext'"));
 }
 
 TEST_F(HfTokenizerTest, SentencePieceBpeMapsToLlamaWithMergeRankScores) {

@@ -1,6 +1,7 @@
 // The model-specific halves of ConvertHfTokenizer: which ringlm tokenizer a
 // tokenizer.json maps onto, its merges, its pre-tokenizer name and the SPM
 // scores derived from the merges.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "inference/tokenizer/hf_tokenizer_internal.h"
 
@@ -26,6 +28,28 @@ constexpr std::string_view kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kDeepseekV3Digits = R"(\p{N}{1,3})";
+constexpr std::string_view kDeepseekV3Cjk =
+    "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+";  // [一-龥぀-ゟ゠-ヿ]+
+constexpr std::string_view kDeepseekV3Words =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// The sequences of Split regexes (a ByteLevel with use_regex counting as
+// GPT-2's) that ringlm implements, and the tokenizer.ggml.pre of each.
+struct KnownSplits {
+  std::string_view pre;
+  std::vector<std::string_view> regexes;
+};
+
+const std::vector<KnownSplits>& Known() {
+  static const auto* known = new std::vector<KnownSplits>{
+      {"llama-bpe", {kLlama3Regex}},
+      {"qwen2", {kQwen2Regex}},
+      {"gpt-2", {kGpt2Regex}},
+      {"deepseek-v3", {kDeepseekV3Digits, kDeepseekV3Cjk, kDeepseekV3Words}},
+  };
+  return *known;
+}
 
 // Spelling variants of the same regex: literal CR/LF for \r \n, and
 // llama.cpp's case-insensitive contractions instead of (?i:...).
@@ -172,15 +196,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseMerges(
 }
 
 absl::StatusOr<std::string> ByteLevelPreName(const json& root, const std::string& file) {
-  std::string name;
-  auto take = [&](std::string found, const std::string& what) -> absl::Status {
-    if (!name.empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          file, ": pre-tokenizer ", what, " after a first split is not supported (two splits)"));
-    }
-    name = std::move(found);
-    return absl::OkStatus();
-  };
+  // The splits in order, as written (for messages) and normalized.
+  std::vector<std::string> written;
+  std::vector<std::string> normalized;
   for (const json* n : Nodes(root, "pre_tokenizer", "pretokenizers")) {
     const std::string type = TypeOf(*n);
     if (type == "ByteLevel") {
@@ -191,7 +209,8 @@ absl::StatusOr<std::string> ByteLevelPreName(const json& root, const std::string
       }
       auto regex = n->find("use_regex");
       if (regex == n->end() || (regex->is_boolean() && *regex)) {
-        if (absl::Status s = take("gpt-2", "ByteLevel(use_regex)"); !s.ok()) return s;
+        written.emplace_back(kGpt2Regex);
+        normalized.emplace_back(kGpt2Regex);
       }
       continue;
     }
@@ -201,30 +220,43 @@ absl::StatusOr<std::string> ByteLevelPreName(const json& root, const std::string
       return absl::UnimplementedError(
           absl::StrCat(file, ": pre-tokenizer '", type, "' is not supported"));
     }
-    const std::string normalized = Normalized(regex);
-    std::string found;
-    if (normalized == kLlama3Regex) {
-      found = "llama-bpe";
-    } else if (normalized == kQwen2Regex) {
-      found = "qwen2";
-    } else if (normalized == kGpt2Regex) {
-      found = "gpt-2";
-    } else {
-      return absl::UnimplementedError(
-          absl::StrCat(file, ": the pre-tokenizer is not supported: Split regex ", Quote(regex),
-                       " is none of Llama 3's, Qwen 2's or GPT-2's"));
-    }
     if (StringOr(*n, "behavior", "Isolated") != "Isolated") {
       return absl::UnimplementedError(
           absl::StrCat(file, ": Split behavior '", StringOr(*n, "behavior"), "' is not supported"));
     }
-    if (absl::Status s = take(std::move(found), "Split"); !s.ok()) return s;
+    written.push_back(regex);
+    normalized.push_back(Normalized(regex));
   }
-  if (name.empty()) {
+  if (normalized.empty()) {
     return absl::UnimplementedError(
         absl::StrCat(file, ": a byte-level BPE without a pre-tokenizer split is not supported"));
   }
-  return name;
+  for (const KnownSplits& known : Known()) {
+    if (std::equal(normalized.begin(), normalized.end(), known.regexes.begin(),
+                   known.regexes.end())) {
+      return std::string(known.pre);
+    }
+  }
+  // Name the first regex that no known sequence has; if every one is known,
+  // the sequence as a whole is not.
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    bool found = false;
+    for (const KnownSplits& known : Known()) {
+      found = found || std::find(known.regexes.begin(), known.regexes.end(), normalized[i]) !=
+                           known.regexes.end();
+    }
+    if (!found) {
+      return absl::UnimplementedError(absl::StrCat(
+          file, ": the pre-tokenizer is not supported: Split regex ", Quote(written[i]),
+          " is none of Llama 3's, Qwen 2's, GPT-2's or DeepSeek V3's"));
+    }
+  }
+  std::vector<std::string> quoted;
+  for (const std::string& w : written) quoted.push_back(Quote(w));
+  return absl::UnimplementedError(absl::StrCat(
+      file, ": the pre-tokenizer is not supported: the sequence of ", written.size(), " splits (",
+      absl::StrJoin(quoted, ", "),
+      ") is none of Llama 3's, Qwen 2's, GPT-2's (one split each) or DeepSeek V3's (three)"));
 }
 
 bool SentencePieceAddsSpacePrefix(const json& root) {
