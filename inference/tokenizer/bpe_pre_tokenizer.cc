@@ -193,6 +193,9 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
   } else if (pre == "deepseek-v3") {
     config.kind = PreTokenizerKind::kDeepseekV3;
     config.clean_spaces = false;
+  } else if (pre == "deepseek-llm") {
+    config.kind = PreTokenizerKind::kDeepseekLlm;
+    config.clean_spaces = false;
   } else if (is_any({"stablelm2", "megrez"})) {
     config.kind = PreTokenizerKind::kQwen2;
   } else if (is_any({"gpt-2", "phi-2", "mpt", "olmo", "jais", "jina-es", "jina-de", "jina-v2-es",
@@ -203,7 +206,7 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
         "pre-tokenizer \"", absl::CHexEscape(std::string(pre)),
         "\" (tokenizer.ggml.pre) is not implemented; supported: llama3, llama-v3, llama-bpe, "
         "falcon3, qwen2, deepseek-r1-qwen, stablelm2, megrez, gpt-2, phi-2, mpt, olmo, jais, "
-        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, deepseek-v3"));
+        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, deepseek-v3, deepseek-llm"));
   }
   return config;
 }
@@ -223,6 +226,9 @@ std::vector<std::string> PreTokenize(std::string_view text, PreTokenizerKind kin
       break;
     case PreTokenizerKind::kDeepseekV3:
       lengths = SplitDeepseekV3(cpts);
+      break;
+    case PreTokenizerKind::kDeepseekLlm:
+      lengths = SplitDeepseekLlm(cpts);
       break;
   }
   std::vector<std::string> words;

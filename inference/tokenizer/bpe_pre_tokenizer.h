@@ -24,6 +24,8 @@ enum class PreTokenizerKind {
   kGpt2,
   // DeepSeek V3's three regexes, one after the other (split_sequence.h).
   kDeepseekV3,
+  // DeepSeek LLM / V2's six regexes, one after the other (split_sequence.h).
+  kDeepseekLlm,
 };
 
 // What tokenizer.ggml.pre implies, as in llama_vocab::impl::load.
@@ -40,7 +42,8 @@ struct PreTokenizerConfig {
 // Config for a tokenizer.ggml.pre value. Supported (llama.cpp names):
 // llama3, llama-v3, llama-bpe, falcon3 (kLlama3); qwen2, deepseek-r1-qwen,
 // stablelm2, megrez (kQwen2); gpt-2, phi-2, mpt, olmo, jais, jina-es, jina-de,
-// jina-v2-es, jina-v2-de, gigachat (kGpt2); deepseek-v3 (kDeepseekV3).
+// jina-v2-es, jina-v2-de, gigachat (kGpt2); deepseek-v3 (kDeepseekV3);
+// deepseek-llm (kDeepseekLlm).
 // Unimplemented for other names llama.cpp may know (including "" and
 // "default").
 absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre);

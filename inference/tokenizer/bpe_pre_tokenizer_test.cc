@@ -1,6 +1,6 @@
 // The byte-level pre-tokenizer splits, hand-checked against the regexes
 // llama.cpp uses for tokenizer.ggml.pre = llama3 / qwen2 / gpt-2 /
-// deepseek-v3.
+// deepseek-v3 / deepseek-llm.
 
 #include "inference/tokenizer/bpe_pre_tokenizer.h"
 
@@ -38,6 +38,7 @@ constexpr PreTokenizerKind kLlama3 = PreTokenizerKind::kLlama3;
 constexpr PreTokenizerKind kQwen2 = PreTokenizerKind::kQwen2;
 constexpr PreTokenizerKind kGpt2 = PreTokenizerKind::kGpt2;
 constexpr PreTokenizerKind kDeepseekV3 = PreTokenizerKind::kDeepseekV3;
+constexpr PreTokenizerKind kDeepseekLlm = PreTokenizerKind::kDeepseekLlm;
 
 TEST(ByteLevelTest, BytesToUnicodeMapping) {
   EXPECT_EQ(ByteToCodepoint(' '), 0x120u);   // "Ġ"
@@ -309,6 +310,87 @@ TEST(DeepseekV3PreTokenizerTest, EmptyAndInvalidUtf8) {
               ElementsAre("1", "\xEF\xBF\xBD", "2"));
 }
 
+// DeepSeek LLM / V2: [\r\n], cased letters, ASCII/full-width punctuation
+// (and ASCII letters), trailing whitespace, CJK and more, then numbers.
+TEST(DeepseekLlmPreTokenizerTest, NewlinesAndCasedLetters) {
+  EXPECT_THAT(Split("Hello world\nfoo", kDeepseekLlm), ElementsAre("Hello", " world", "\n", "foo"));
+  EXPECT_THAT(Split("a\r\nb", kDeepseekLlm), ElementsAre("a", "\r", "\n", "b"));
+  EXPECT_THAT(Split("\n\n", kDeepseekLlm), ElementsAre("\n", "\n"));
+  // Hebrew is not in the letter class: " שלום" is what lies between matches.
+  EXPECT_THAT(Split("a \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D b", kDeepseekLlm),
+              ElementsAre("a", " \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D", " b"));
+  EXPECT_THAT(
+      Split("\xCE\x95\xCE\xBB\xCE\xBB\xCE\xAC \xD0\xBC\xD0\xB8\xD1\x80", kDeepseekLlm),
+      ElementsAre("\xCE\x95\xCE\xBB\xCE\xBB\xCE\xAC", " \xD0\xBC\xD0\xB8\xD1\x80"));  // Ελλά мир
+}
+
+TEST(DeepseekLlmPreTokenizerTest, PunctuationRegexAlsoSplitsLetterPieces) {
+  EXPECT_THAT(Split("Hi, there!", kDeepseekLlm), ElementsAre("Hi", ",", " there", "!"));
+  EXPECT_THAT(Split("(x)", kDeepseekLlm), ElementsAre("(", "x", ")"));
+  EXPECT_THAT(Split("don't stop", kDeepseekLlm), ElementsAre("don", "'", "t", " stop"));
+  // Regex 3's :-~ holds the ASCII letters, and it runs over "héllo" too.
+  EXPECT_THAT(Split("h\xC3\xA9llo", kDeepseekLlm), ElementsAre("h", "\xC3\xA9", "llo"));
+  // Full-width ！？ and the quotes ‘’.
+  EXPECT_THAT(Split(" \xEF\xBC\x81\xEF\xBC\x9F", kDeepseekLlm),
+              ElementsAre(" \xEF\xBC\x81\xEF\xBC\x9F"));
+  EXPECT_THAT(Split("\xE2\x80\x98q\xE2\x80\x99", kDeepseekLlm),
+              ElementsAre("\xE2\x80\x98", "q", "\xE2\x80\x99"));
+  EXPECT_THAT(Split("\xEF\xBC\xA1\xEF\xBD\x82 full-width", kDeepseekLlm),
+              ElementsAre("\xEF\xBC\xA1\xEF\xBD\x82", " full", "-", "width"));
+}
+
+TEST(DeepseekLlmPreTokenizerTest, TrailingWhitespace) {
+  EXPECT_THAT(Split("ab  ", kDeepseekLlm), ElementsAre("ab", "  "));
+  EXPECT_THAT(Split("ab  cd", kDeepseekLlm), ElementsAre("ab", " ", " cd"));
+  EXPECT_THAT(Split("x \n", kDeepseekLlm), ElementsAre("x", " ", "\n"));
+  // Only \s+$ splits trailing spaces off text no other regex matches (here
+  // Hebrew); spaces inside it stay.
+  EXPECT_THAT(Split("a \xD7\xA9\xD7\x9C  ", kDeepseekLlm),
+              ElementsAre("a", " \xD7\xA9\xD7\x9C", "  "));
+  EXPECT_THAT(Split("\xD7\xA9\xD7\x9C  \xD7\xA9\xD7\x9C", kDeepseekLlm),
+              ElementsAre("\xD7\xA9\xD7\x9C  \xD7\xA9\xD7\x9C"));
+}
+
+TEST(DeepseekLlmPreTokenizerTest, CjkHangulAndWideRanges) {
+  EXPECT_THAT(Split("\xE4\xB8\xAD\xE6\x96\x87"
+                    "abc",
+                    kDeepseekLlm),
+              ElementsAre("\xE4\xB8\xAD\xE6\x96\x87", "abc"));  // 中文abc
+  // 你好，世界: the full-width comma is regex 3's.
+  EXPECT_THAT(Split("\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C", kDeepseekLlm),
+              ElementsAre("\xE4\xBD\xA0\xE5\xA5\xBD", "\xEF\xBC\x8C", "\xE4\xB8\x96\xE7\x95\x8C"));
+  EXPECT_THAT(Split("\xED\x95\x9C\xEA\xB5\xAD \xED\x85\x8D", kDeepseekLlm),
+              ElementsAre("\xED\x95\x9C\xEA\xB5\xAD", " ", "\xED\x85\x8D"));  // 한국 텍
+  // U+0800..U+4E00 holds Devanagari (marks included) ...
+  EXPECT_THAT(
+      Split(" \xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87",
+            kDeepseekLlm),
+      ElementsAre(" ", "\xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87"));
+  // ... and whitespace such as U+2009 and U+3000, which regex 5 splits off
+  // the letters they lead (llama.cpp c392e50 does not: see split_sequence.h).
+  EXPECT_THAT(Split("a\xE2\x80\x89"
+                    "b",
+                    kDeepseekLlm),
+              ElementsAre("a", "\xE2\x80\x89", "b"));
+  EXPECT_THAT(Split("a\xE3\x80\x80\xE3\x80\x80"
+                    "b",
+                    kDeepseekLlm),
+              ElementsAre("a", "\xE3\x80\x80", "\xE3\x80\x80", "b"));
+}
+
+TEST(DeepseekLlmPreTokenizerTest, NumbersEmptyAndInvalidUtf8) {
+  EXPECT_THAT(Split("abc123", kDeepseekLlm), ElementsAre("abc", "123"));
+  EXPECT_THAT(Split("12345", kDeepseekLlm), ElementsAre("12345"));
+  EXPECT_THAT(Split("x 12 y", kDeepseekLlm), ElementsAre("x", " ", "12", " y"));
+  EXPECT_THAT(Split("\xD9\xA1\xD9\xA2\xD9\xA3", kDeepseekLlm),
+              ElementsAre("\xD9\xA1\xD9\xA2\xD9\xA3"));
+  EXPECT_THAT(Split("", kDeepseekLlm), IsEmpty());
+  EXPECT_THAT(Split("a\xFF"
+                    "b",
+                    kDeepseekLlm),
+              ElementsAre("a", "\xEF\xBF\xBD", "b"));
+}
+
 TEST(PreTokenizerTest, ConfigForPreNames) {
   for (const char* pre : {"llama3", "llama-bpe", "llama-v3"}) {
     absl::StatusOr<PreTokenizerConfig> c = PreTokenizerConfigFor(pre);
@@ -332,7 +414,13 @@ TEST(PreTokenizerTest, ConfigForPreNames) {
   EXPECT_FALSE(v3->ignore_merges);
   EXPECT_FALSE(v3->default_add_bos);
   EXPECT_FALSE(v3->clean_spaces);
-  // deepseek-coder's regexes are not deepseek-v3's.
+  absl::StatusOr<PreTokenizerConfig> llm = PreTokenizerConfigFor("deepseek-llm");
+  ASSERT_TRUE(llm.ok());
+  EXPECT_EQ(llm->kind, kDeepseekLlm);
+  EXPECT_FALSE(llm->ignore_merges);
+  EXPECT_FALSE(llm->default_add_bos);
+  EXPECT_FALSE(llm->clean_spaces);
+  // deepseek-coder's regexes are neither deepseek-v3's nor deepseek-llm's.
   EXPECT_EQ(PreTokenizerConfigFor("deepseek-coder").status().code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PreTokenizerConfigFor("default").status().code(), absl::StatusCode::kUnimplemented);

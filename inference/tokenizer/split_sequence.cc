@@ -1,7 +1,9 @@
 #include "inference/tokenizer/split_sequence.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "inference/tokenizer/unicode.h"
@@ -156,7 +158,104 @@ size_t MatchDeepseekV3Words(const Piece& p, size_t pos) {
   return MatchWhitespace(p, pos);
 }
 
+// \s?[class]+ : a whitespace code point joins a run of `in_class` after it.
+// The optional space backs off when no run follows it, so a whitespace code
+// point that is itself in the class (U+3000 in DeepSeek LLM's punctuation)
+// still starts a run of its own.
+template <typename InClass>
+size_t MatchOptionalSpaceThenRun(const Piece& p, size_t pos, InClass in_class) {
+  auto in = [&p, &in_class](size_t i) { return i < p.size() && in_class(p.Cpt(i)); };
+  if (p.Is(pos, CodepointClass::kWhitespace) && in(pos + 1)) return p.RunEnd(pos + 1, in) - pos;
+  if (in(pos)) return p.RunEnd(pos, in) - pos;
+  return 0;
+}
+
+// DeepSeek LLM's regex 2 class, [A-Za-zµÀ-ÖØ-öø-ƺ...𞤀-𞥃] (cased letters
+// of several scripts, but not all of them), as sorted, merged ranges.
+struct CodepointSpan {
+  uint32_t first;
+  uint32_t last;  // inclusive
+};
+// clang-format off
+constexpr CodepointSpan kDeepseekLlmLetters[] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
+    {0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377},
+    {0x37B, 0x37D}, {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C},
+    {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481}, {0x48A, 0x52F}, {0x531, 0x556},
+    {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF},
+    {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
+    {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B},
+    {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE},
+    {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC},
+    {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107}, {0x210A, 0x2113},
+    {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126}, {0x2128, 0x2128},
+    {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
+    {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE},
+    {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787},
+    {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A},
+    {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+    {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+// clang-format on
+
+bool IsDeepseekLlmLetter(uint32_t c) {
+  const CodepointSpan* end = std::end(kDeepseekLlmLetters);
+  const CodepointSpan* it =
+      std::lower_bound(std::begin(kDeepseekLlmLetters), end, c,
+                       [](const CodepointSpan& r, uint32_t cpt) { return r.last < cpt; });
+  return it != end && it->first <= c;
+}
+
+// [\r\n]
+size_t MatchNewline(const Piece& p, size_t pos) { return p.IsNewline(pos) ? 1 : 0; }
+
+// \s?[A-Za-zµÀ-ÖØ-öø-ƺ...𞤀-𞥃]+
+size_t MatchDeepseekLlmLetters(const Piece& p, size_t pos) {
+  return MatchOptionalSpaceThenRun(p, pos, IsDeepseekLlmLetter);
+}
+
+// \s?[!-/:-~！-／：-～‘-‟　-。]+ : note that :-~ takes in the ASCII letters.
+size_t MatchDeepseekLlmPunctuation(const Piece& p, size_t pos) {
+  return MatchOptionalSpaceThenRun(p, pos, [](uint32_t c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x7E) || (c >= 0xFF01 && c <= 0xFF0F) ||
+           (c >= 0xFF1A && c <= 0xFF5E) || (c >= 0x2018 && c <= 0x201F) ||
+           (c >= 0x3000 && c <= 0x3002);
+  });
+}
+
+// \s+$ : whitespace that runs to the end of the piece.
+size_t MatchTrailingWhitespace(const Piece& p, size_t pos) {
+  const size_t end = p.RunEnd(pos, [&p](size_t i) { return p.Is(i, CodepointClass::kWhitespace); });
+  return end == p.size() ? end - pos : 0;
+}
+
+// [一-龥ࠀ-一가-퟿]+ : U+0800..U+9FA5 (the two first ranges meet at 一) and
+// U+AC00..U+D7FF.
+size_t MatchDeepseekLlmCjk(const Piece& p, size_t pos) {
+  auto in_class = [&p](size_t i) {
+    const uint32_t c = p.Cpt(i);
+    return (c >= 0x0800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF);
+  };
+  return p.RunEnd(pos, in_class) - pos;
+}
+
+// \p{N}+
+size_t MatchNumbers(const Piece& p, size_t pos) {
+  return p.RunEnd(pos, [&p](size_t i) { return p.Is(i, CodepointClass::kNumber); }) - pos;
+}
+
 }  // namespace
+
+std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts) {
+  IsolatedSplitter splitter(cpts);
+  splitter.Apply(MatchNewline);
+  splitter.Apply(MatchDeepseekLlmLetters);
+  splitter.Apply(MatchDeepseekLlmPunctuation);
+  splitter.Apply(MatchTrailingWhitespace);
+  splitter.Apply(MatchDeepseekLlmCjk);
+  splitter.Apply(MatchNumbers);
+  return splitter.TakeLengths();
+}
 
 std::vector<size_t> SplitDeepseekV3(const std::vector<uint32_t>& cpts) {
   IsolatedSplitter splitter(cpts);

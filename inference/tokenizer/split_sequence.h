@@ -27,6 +27,23 @@ namespace ringlm::tokenizer_internal {
 // \p{S} misses ASCII '~' (Sm). A pure function: thread-safe.
 std::vector<size_t> SplitDeepseekV3(const std::vector<uint32_t>& cpts);
 
+// The same for DeepSeek LLM and V2 / V2-Lite ("deepseek-llm"). The regexes
+// (llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM), in order:
+//  1. [\r\n]
+//  2. \s?[A-Za-zµÀ-ÖØ-öø-ƺ...𞤀-𞥃]+  (cased letters of some scripts)
+//  3. \s?[!-/:-~！-／：-～‘-‟　-。]+  (its :-~ takes in the ASCII letters)
+//  4. \s+$
+//  5. [一-龥ࠀ-一가-퟿]+
+//  6. \p{N}+
+// Each regex also runs over the matches of the ones before, so "héllo"
+// (one piece after 2) splits as "h", "é", "llo" at 3. \s is White_Space,
+// as in Hugging Face tokenizers. llama.cpp c392e50 runs 2, 3 and 5 through
+// std::wregex on text whose non-ASCII whitespace it has replaced by U+000B,
+// so there U+3000 never matches 3's class and no whitespace matches 5's
+// (U+0800..U+4E00 holds U+2000..U+200A, U+3000 and others); ringlm follows
+// the regexes. A pure function: thread-safe.
+std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts);
+
 }  // namespace ringlm::tokenizer_internal
 
 #endif  // RINGLM_INFERENCE_TOKENIZER_SPLIT_SEQUENCE_H_
