@@ -37,7 +37,18 @@ import unicodedata
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates"))
 import check_templates as ct  # noqa: E402  (skips with 77 without jinja2)
 
-PACKAGES = ["llama3_2", "qwen2_5", "qwen3", "gemma3", "internlm2"]
+PACKAGES = ["llama3_2", "qwen2_5", "qwen3", "gemma3", "internlm2", "deepseek_v3"]
+# Templates whose tool conversations ringlm renders in their own shape
+# (chat/template_shape.h): DeepSeek V3's never shows `tools` (ringlm tells
+# them in a system message) and shows an assistant turn's calls only when
+# its content is none. jinja2 given the request as is would show neither, so
+# these conversations are left to api/tool_calls_server_test and counted.
+TOOL_SHAPED = {"deepseek_v3"}
+
+
+def uses_tools(conv):
+    return bool(conv.get("tools")) or any(
+        m.get("tool_calls") or m["role"] == "tool" for m in conv["messages"])
 
 
 def as_ringlm_passes(messages):
@@ -111,8 +122,11 @@ def main():
                   encoding="utf-8") as f:
             normalizes_nfc = '"NFC"' in json.dumps(json.load(f).get("normalizer"))
         texts, refs, problems = [], [], []
-        same_text = both_refused = refused_by_api = nfc_only = 0
+        same_text = both_refused = refused_by_api = nfc_only = tool_shaped = 0
         for conv, mine in zip(corpus, ours):
+            if name in TOOL_SHAPED and uses_tools(conv):
+                tool_shaped += 1
+                continue
             context = dict(special)
             context.update(messages=as_ringlm_passes(conv["messages"]), tools=conv.get("tools"),
                            documents=None, add_generation_prompt=True)
@@ -161,7 +175,8 @@ def main():
         print(f"{name}: {same_text}/{len(corpus)} prompts identical to jinja2 ({both_refused} "
               f"refused by the template in both, {refused_by_api} not valid OpenAI requests); ids "
               f"identical to Hugging Face's tokenizer for {same_ids}/{len(texts)} (text only: "
-              f"{nfc_only} needing NFC)")
+              f"{nfc_only} needing NFC)" +
+              (f"; {tool_shaped} with tools left to the API tests" if tool_shaped else ""))
         for problem in problems:
             print("  " + problem)
         failed |= bool(problems)
