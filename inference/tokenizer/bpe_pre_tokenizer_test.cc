@@ -100,6 +100,31 @@ TEST(UnicodeTest, Classes) {
   EXPECT_EQ(ClassifyCodepoint(0x110000), CodepointClass::kOther);
 }
 
+TEST(UnicodeTest, LetterCategories) {
+  EXPECT_EQ(ClassifyLetter('A'), LetterCategory::kLu);
+  EXPECT_EQ(ClassifyLetter('z'), LetterCategory::kLl);
+  EXPECT_EQ(ClassifyLetter(0xDF), LetterCategory::kLl);          // ß
+  EXPECT_EQ(ClassifyLetter(0x1C5), LetterCategory::kLt);         // ǅ
+  EXPECT_EQ(ClassifyLetter(0x2B0), LetterCategory::kLm);         // ʰ
+  EXPECT_EQ(ClassifyLetter(0x3005), LetterCategory::kLm);        // 々
+  EXPECT_EQ(ClassifyLetter(0xAA), LetterCategory::kLo);          // ª
+  EXPECT_EQ(ClassifyLetter(0x65E5), LetterCategory::kLo);        // 日
+  EXPECT_EQ(ClassifyLetter(0x3042), LetterCategory::kLo);        // あ
+  EXPECT_EQ(ClassifyLetter(0x39A), LetterCategory::kLu);         // Κ
+  EXPECT_EQ(ClassifyLetter(0x3BA), LetterCategory::kLl);         // κ
+  EXPECT_EQ(ClassifyLetter(0x416), LetterCategory::kLu);         // Ж
+  EXPECT_EQ(ClassifyLetter(0x436), LetterCategory::kLl);         // ж
+  EXPECT_EQ(ClassifyLetter(0x301), LetterCategory::kNotLetter);  // combining acute (Mn)
+  EXPECT_EQ(ClassifyLetter('7'), LetterCategory::kNotLetter);
+  EXPECT_EQ(ClassifyLetter(0x110000), LetterCategory::kNotLetter);
+  // Both tables come from the same generator: the letters are the same.
+  for (uint32_t c = 0; c <= 0x10FFFF; ++c) {
+    ASSERT_EQ(ClassifyLetter(c) != LetterCategory::kNotLetter,
+              ClassifyCodepoint(c) == CodepointClass::kLetter)
+        << "U+" << std::hex << c;
+  }
+}
+
 TEST(UnicodeTest, LenientDecodingLikeLlamaCpp) {
   EXPECT_THAT(DecodeUtf8Lenient("a\xC3\xA9"), ElementsAre('a', 0xE9));
   // A lone continuation byte, a truncated sequence and 0xFF each become

@@ -37,6 +37,13 @@ CodepointClass ClassifyCodepoint(uint32_t cpt) {
   return (it != end && it->first <= cpt) ? it->cls : CodepointClass::kOther;
 }
 
+LetterCategory ClassifyLetter(uint32_t cpt) {
+  const LetterRange* end = kLetterRanges + kNumLetterRanges;
+  const LetterRange* it = std::lower_bound(
+      kLetterRanges, end, cpt, [](const LetterRange& r, uint32_t c) { return r.last < c; });
+  return (it != end && it->first <= cpt) ? it->category : LetterCategory::kNotLetter;
+}
+
 std::vector<uint32_t> DecodeUtf8Lenient(std::string_view text) {
   std::vector<uint32_t> out;
   out.reserve(text.size());

@@ -42,6 +42,34 @@ extern const size_t kNumCodepointRanges;
 // characters, unassigned, surrogates, values above U+10FFFF).
 CodepointClass ClassifyCodepoint(uint32_t cpt);
 
+// The general category of a letter, for regexes that tell letter cases
+// apart (\p{Lu}, \p{Ll}, \p{Lt}, \p{Lm}, \p{Lo}: Mistral's tekken). Kept
+// apart from CodepointClass so that the splitters that only ask \p{L} see
+// the same classes as before. A code point is a letter here exactly when
+// ClassifyCodepoint gives kLetter (same generator, same Unicode version).
+enum class LetterCategory : uint8_t {
+  kNotLetter = 0,
+  kLu,  // uppercase letter
+  kLl,  // lowercase letter
+  kLt,  // titlecase letter (digraphs such as U+01C5 "Dž")
+  kLm,  // modifier letter
+  kLo,  // other letter (CJK ideographs, kana, Arabic, Hebrew, ...)
+};
+
+struct LetterRange {
+  uint32_t first;
+  uint32_t last;  // inclusive
+  LetterCategory category;
+};
+
+// Generated table (unicode_tables.cc), sorted by `first`.
+extern const LetterRange kLetterRanges[];
+extern const size_t kNumLetterRanges;
+
+// Letter category of `cpt`; kNotLetter for anything that is not a letter.
+// A binary search over kLetterRanges (about 1,900 ranges): thread-safe.
+LetterCategory ClassifyLetter(uint32_t cpt);
+
 // llama.cpp's unicode_cpts_from_utf8: decodes by the lead byte's bit pattern,
 // checking only that the continuation bytes exist and look like 10xxxxxx
 // (overlong forms and surrogates are accepted). Each byte that cannot start a
