@@ -193,6 +193,11 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
   } else if (pre == "deepseek-v3") {
     config.kind = PreTokenizerKind::kDeepseekV3;
     config.clean_spaces = false;
+  } else if (pre == "tekken") {
+    config.kind = PreTokenizerKind::kTekken;
+    config.ignore_merges = true;
+    config.clean_spaces = false;
+    config.default_add_bos = true;
   } else if (pre == "deepseek-llm") {
     config.kind = PreTokenizerKind::kDeepseekLlm;
     config.clean_spaces = false;
@@ -206,7 +211,7 @@ absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre) {
         "pre-tokenizer \"", absl::CHexEscape(std::string(pre)),
         "\" (tokenizer.ggml.pre) is not implemented; supported: llama3, llama-v3, llama-bpe, "
         "falcon3, qwen2, deepseek-r1-qwen, stablelm2, megrez, gpt-2, phi-2, mpt, olmo, jais, "
-        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, deepseek-v3, deepseek-llm"));
+        "jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, deepseek-v3, deepseek-llm, tekken"));
   }
   return config;
 }
@@ -229,6 +234,9 @@ std::vector<std::string> PreTokenize(std::string_view text, PreTokenizerKind kin
       break;
     case PreTokenizerKind::kDeepseekLlm:
       lengths = SplitDeepseekLlm(cpts);
+      break;
+    case PreTokenizerKind::kTekken:
+      lengths = SplitTekken(cpts);
       break;
   }
   std::vector<std::string> words;

@@ -26,6 +26,9 @@ enum class PreTokenizerKind {
   kDeepseekV3,
   // DeepSeek LLM / V2's six regexes, one after the other (split_sequence.h).
   kDeepseekLlm,
+  // Mistral's tekken: letter runs split by case, single digits, '/' after
+  // punctuation runs (split_sequence.h).
+  kTekken,
 };
 
 // What tokenizer.ggml.pre implies, as in llama_vocab::impl::load.
@@ -43,7 +46,7 @@ struct PreTokenizerConfig {
 // llama3, llama-v3, llama-bpe, falcon3 (kLlama3); qwen2, deepseek-r1-qwen,
 // stablelm2, megrez (kQwen2); gpt-2, phi-2, mpt, olmo, jais, jina-es, jina-de,
 // jina-v2-es, jina-v2-de, gigachat (kGpt2); deepseek-v3 (kDeepseekV3);
-// deepseek-llm (kDeepseekLlm).
+// deepseek-llm (kDeepseekLlm); tekken (kTekken).
 // Unimplemented for other names llama.cpp may know (including "" and
 // "default").
 absl::StatusOr<PreTokenizerConfig> PreTokenizerConfigFor(std::string_view pre);

@@ -1,6 +1,6 @@
 // The byte-level pre-tokenizer splits, hand-checked against the regexes
 // llama.cpp uses for tokenizer.ggml.pre = llama3 / qwen2 / gpt-2 /
-// deepseek-v3 / deepseek-llm.
+// deepseek-v3 / deepseek-llm / tekken.
 
 #include "inference/tokenizer/bpe_pre_tokenizer.h"
 
@@ -39,6 +39,7 @@ constexpr PreTokenizerKind kQwen2 = PreTokenizerKind::kQwen2;
 constexpr PreTokenizerKind kGpt2 = PreTokenizerKind::kGpt2;
 constexpr PreTokenizerKind kDeepseekV3 = PreTokenizerKind::kDeepseekV3;
 constexpr PreTokenizerKind kDeepseekLlm = PreTokenizerKind::kDeepseekLlm;
+constexpr PreTokenizerKind kTekken = PreTokenizerKind::kTekken;
 
 TEST(ByteLevelTest, BytesToUnicodeMapping) {
   EXPECT_EQ(ByteToCodepoint(' '), 0x120u);   // "Ġ"
@@ -416,6 +417,122 @@ TEST(DeepseekLlmPreTokenizerTest, NumbersEmptyAndInvalidUtf8) {
               ElementsAre("a", "\xEF\xBF\xBD", "b"));
 }
 
+// Mistral's tekken. Each expectation was derived by hand from the regex
+// (split_sequence.h) and checked against the same regex run by JavaScript's
+// RegExp (a backtracking engine, like Oniguruma).
+TEST(TekkenPreTokenizerTest, CaseSplitsLetterRuns) {
+  // [upper]*[lower]+: a capital starts a word, so CamelCase splits.
+  EXPECT_THAT(Split("HelloWorld", kTekken), ElementsAre("Hello", "World"));
+  EXPECT_THAT(Split("iPhone", kTekken), ElementsAre("i", "Phone"));
+  // [upper]* takes all the capitals, then [lower]+ the lowercase run.
+  EXPECT_THAT(Split("HTTPServer", kTekken), ElementsAre("HTTPServer"));
+  EXPECT_THAT(Split("getHTTPResponse", kTekken), ElementsAre("get", "HTTPResponse"));
+  // No lowercase after: the second alternative, [upper]+[lower]*.
+  EXPECT_THAT(Split("ALLCAPS word", kTekken), ElementsAre("ALLCAPS", " word"));
+  EXPECT_THAT(Split(" HTTP", kTekken), ElementsAre(" HTTP"));
+  EXPECT_THAT(Split("\xC7\x85ungla", kTekken), ElementsAre("\xC7\x85ungla"));  // ǅungla (Lt)
+  // ΑθήναΚαι, МоскваРОССИЯ
+  EXPECT_THAT(Split("\xCE\x91\xCE\xB8\xCE\xAE\xCE\xBD\xCE\xB1\xCE\x9A\xCE\xB1\xCE\xB9", kTekken),
+              ElementsAre("\xCE\x91\xCE\xB8\xCE\xAE\xCE\xBD\xCE\xB1", "\xCE\x9A\xCE\xB1\xCE\xB9"));
+  EXPECT_THAT(Split("\xD0\x9C\xD0\xBE\xD1\x81\xD0\xBA\xD0\xB2\xD0\xB0"
+                    "\xD0\xA0\xD0\x9E\xD0\xA1\xD0\xA1\xD0\x98\xD0\xAF",
+                    kTekken),
+              ElementsAre("\xD0\x9C\xD0\xBE\xD1\x81\xD0\xBA\xD0\xB2\xD0\xB0",
+                          "\xD0\xA0\xD0\x9E\xD0\xA1\xD0\xA1\xD0\x98\xD0\xAF"));
+  // ʰ (Lm) is in both classes: "Xʰ" ends where [upper]* gives ʰ back.
+  EXPECT_THAT(Split("\xCA\xB0x", kTekken), ElementsAre("\xCA\xB0x"));
+  EXPECT_THAT(Split("X\xCA\xB0Y", kTekken), ElementsAre("X\xCA\xB0", "Y"));
+}
+
+TEST(TekkenPreTokenizerTest, DigitsOneByOne) {
+  EXPECT_THAT(Split("2024", kTekken), ElementsAre("2", "0", "2", "4"));
+  EXPECT_THAT(Split("x1 42", kTekken), ElementsAre("x", "1", " ", "4", "2"));
+  EXPECT_THAT(Split("\xD9\xA1\xD9\xA2", kTekken), ElementsAre("\xD9\xA1", "\xD9\xA2"));  // ١٢
+}
+
+TEST(TekkenPreTokenizerTest, PunctuationRunsTakeNewlinesAndSlashes) {
+  EXPECT_THAT(Split("Hello, world!\n\n", kTekken), ElementsAre("Hello", ",", " world", "!\n\n"));
+  // One non-letter glues to the word after it; no contractions of their own.
+  EXPECT_THAT(Split("it's don't", kTekken), ElementsAre("it", "'s", " don", "'t"));
+  EXPECT_THAT(Split("(x)", kTekken), ElementsAre("(x", ")"));
+  EXPECT_THAT(Split("a/b/", kTekken), ElementsAre("a", "/b", "/"));
+  EXPECT_THAT(Split("\x01"
+                    "abc",
+                    kTekken),
+              ElementsAre("\x01"
+                          "abc"));
+  // [\r\n/]* after the run: newlines and slashes, in any order.
+  EXPECT_THAT(Split("})\n/x", kTekken), ElementsAre("})\n/", "x"));
+  EXPECT_THAT(Split("...\n//", kTekken), ElementsAre("...\n//"));
+  EXPECT_THAT(Split(" ...", kTekken), ElementsAre(" ..."));
+}
+
+TEST(TekkenPreTokenizerTest, MarksAndOtherLetters) {
+  EXPECT_THAT(Split("e\xCC\x81", kTekken), ElementsAre("e\xCC\x81"));
+  // A leading mark is the optional prefix...
+  EXPECT_THAT(Split("\xCC\x81"
+                    "abc",
+                    kTekken),
+              ElementsAre("\xCC\x81"
+                          "abc"));
+  // ...unless the word after it has no lowercase: then the first
+  // alternative still matches without the prefix, the mark alone being
+  // [lower]+ once [upper]* has given everything back.
+  EXPECT_THAT(Split("\xCC\x81HTTP", kTekken), ElementsAre("\xCC\x81", "HTTP"));
+  EXPECT_THAT(Split("A\xCC\x81"
+                    "B",
+                    kTekken),
+              ElementsAre("A\xCC\x81", "B"));
+  // नमस्ते दुनिया: letters (Lo) and vowel signs (M) in one run.
+  EXPECT_THAT(
+      Split("\xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87 "
+            "\xE0\xA4\xA6\xE0\xA5\x81\xE0\xA4\xA8\xE0\xA4\xBF\xE0\xA4\xAF\xE0\xA4\xBE",
+            kTekken),
+      ElementsAre("\xE0\xA4\xA8\xE0\xA4\xAE\xE0\xA4\xB8\xE0\xA5\x8D\xE0\xA4\xA4\xE0\xA5\x87",
+                  " \xE0\xA4\xA6\xE0\xA5\x81\xE0\xA4\xA8\xE0\xA4\xBF\xE0\xA4\xAF\xE0\xA4\xBE"));
+  // 日本語 (Lo) joins lowercase on either side and capitals before it, but
+  // capitals after it start a word of their own.
+  EXPECT_THAT(Split("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", kTekken),
+              ElementsAre("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"));
+  EXPECT_THAT(Split("abc\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", kTekken),
+              ElementsAre("abc\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"));
+  EXPECT_THAT(Split("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"
+                    "abc",
+                    kTekken),
+              ElementsAre("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"
+                          "abc"));
+  EXPECT_THAT(Split("ABC\xE6\x97\xA5\xE6\x9C\xAC", kTekken),
+              ElementsAre("ABC\xE6\x97\xA5\xE6\x9C\xAC"));
+  EXPECT_THAT(Split("\xE6\x97\xA5\xE6\x9C\xAC"
+                    "ABC",
+                    kTekken),
+              ElementsAre("\xE6\x97\xA5\xE6\x9C\xAC", "ABC"));
+}
+
+TEST(TekkenPreTokenizerTest, Whitespace) {
+  // \s+(?!\S) leaves the last space to the word after it.
+  EXPECT_THAT(Split("a   b", kTekken), ElementsAre("a", "  ", " b"));
+  EXPECT_THAT(Split("\t\tfoo", kTekken), ElementsAre("\t", "\tfoo"));
+  EXPECT_THAT(Split("a\xC2\xA0"
+                    "b",
+                    kTekken),
+              ElementsAre("a",
+                          "\xC2\xA0"
+                          "b"));
+  EXPECT_THAT(Split("x   ", kTekken), ElementsAre("x", "   "));
+  // \s*[\r\n]+ ends at the last newline; a newline is never a prefix.
+  EXPECT_THAT(Split("a \n\n b", kTekken), ElementsAre("a", " \n\n", " b"));
+  EXPECT_THAT(Split("\r\nfoo", kTekken), ElementsAre("\r\n", "foo"));
+  EXPECT_THAT(Split("\nabc", kTekken), ElementsAre("\n", "abc"));
+  EXPECT_THAT(Split("", kTekken), IsEmpty());
+  EXPECT_THAT(Split("a\xFF"
+                    "b",
+                    kTekken),
+              ElementsAre("a",
+                          "\xEF\xBF\xBD"
+                          "b"));
+}
+
 TEST(PreTokenizerTest, ConfigForPreNames) {
   for (const char* pre : {"llama3", "llama-bpe", "llama-v3"}) {
     absl::StatusOr<PreTokenizerConfig> c = PreTokenizerConfigFor(pre);
@@ -445,11 +562,21 @@ TEST(PreTokenizerTest, ConfigForPreNames) {
   EXPECT_FALSE(llm->ignore_merges);
   EXPECT_FALSE(llm->default_add_bos);
   EXPECT_FALSE(llm->clean_spaces);
+  // llama.cpp: tekken sets clean_spaces = false, ignore_merges and add_bos.
+  absl::StatusOr<PreTokenizerConfig> tekken = PreTokenizerConfigFor("tekken");
+  ASSERT_TRUE(tekken.ok());
+  EXPECT_EQ(tekken->kind, kTekken);
+  EXPECT_TRUE(tekken->ignore_merges);
+  EXPECT_TRUE(tekken->default_add_bos);
+  EXPECT_FALSE(tekken->clean_spaces);
   // deepseek-coder's regexes are neither deepseek-v3's nor deepseek-llm's.
   EXPECT_EQ(PreTokenizerConfigFor("deepseek-coder").status().code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PreTokenizerConfigFor("default").status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(PreTokenizerConfigFor("").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(
+      PreTokenizerConfigFor("tekken-v2").status().message(),
+      ::testing::HasSubstr("pre-tokenizer \"tekken-v2\" (tokenizer.ggml.pre) is not implemented"));
 }
 
 }  // namespace

@@ -32,6 +32,11 @@ class Piece {
     return Is(i, CodepointClass::kPunctuation) || Is(i, CodepointClass::kSymbol);
   }
   bool IsNewline(size_t i) const { return Cpt(i) == '\r' || Cpt(i) == '\n'; }
+  // Letter category of code point i (kNotLetter past the end). Looked up on
+  // demand: only the tekken regex asks, and only about letters.
+  LetterCategory Letter(size_t i) const {
+    return Is(i, CodepointClass::kLetter) ? ClassifyLetter(cpts_[i]) : LetterCategory::kNotLetter;
+  }
   // End of the run of code points from `i` on that satisfy `pred`.
   template <typename Pred>
   size_t RunEnd(size_t i, Pred pred) const {
@@ -244,7 +249,82 @@ size_t MatchNumbers(const Piece& p, size_t pos) {
   return p.RunEnd(pos, [&p](size_t i) { return p.Is(i, CodepointClass::kNumber); }) - pos;
 }
 
+// Tekken's two letter classes. "Upper" is [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+// and "lower" is [\p{Ll}\p{Lm}\p{Lo}\p{M}]: modifier and other letters
+// (CJK, kana, Arabic, ...) and marks are in both.
+bool IsTekkenUpper(const Piece& p, size_t i) {
+  const LetterCategory c = p.Letter(i);
+  return c == LetterCategory::kLu || c == LetterCategory::kLt || c == LetterCategory::kLm ||
+         c == LetterCategory::kLo || p.Is(i, CodepointClass::kMark);
+}
+bool IsTekkenLower(const Piece& p, size_t i) {
+  const LetterCategory c = p.Letter(i);
+  return c == LetterCategory::kLl || c == LetterCategory::kLm || c == LetterCategory::kLo ||
+         p.Is(i, CodepointClass::kMark);
+}
+
+// End of [upper]*[lower]+ matched from `start`, or `start` for no match. A
+// backtracking engine lets [upper]* take its whole run first; when a lower
+// code point (Ll, which is not upper) follows, [lower]+ takes its run from
+// there. Otherwise [upper]* gives code points back one at a time until one
+// it gave back is lower (Lm, Lo or M, in both classes): [lower]+ matches
+// from there and stops right after it, since the ones given back before it
+// were not lower. So "HTTPServer" is one match, and "日本ABC" ends after 本.
+size_t TekkenCasedWordEnd(const Piece& p, size_t start) {
+  const size_t upper_end = p.RunEnd(start, [&p](size_t i) { return IsTekkenUpper(p, i); });
+  if (IsTekkenLower(p, upper_end)) {
+    return p.RunEnd(upper_end, [&p](size_t i) { return IsTekkenLower(p, i); });
+  }
+  for (size_t end = upper_end; end > start; --end) {
+    if (IsTekkenLower(p, end - 1)) return end;
+  }
+  return start;
+}
+
+// End of [upper]+[lower]* matched from `start` (greedy, nothing to give
+// back), or `start` for no match.
+size_t TekkenUpperWordEnd(const Piece& p, size_t start) {
+  const size_t upper_end = p.RunEnd(start, [&p](size_t i) { return IsTekkenUpper(p, i); });
+  if (upper_end == start) return start;
+  return p.RunEnd(upper_end, [&p](size_t i) { return IsTekkenLower(p, i); });
+}
+
+// Mistral's tekken regex, its alternatives in order.
+size_t MatchTekken(const Piece& p, size_t pos) {
+  // [^\r\n\p{L}\p{N}]? : tried with the prefix first, then without it
+  // (which matters only for a mark, both a prefix and a letter here).
+  const bool prefix = pos < p.size() && !p.IsNewline(pos) && !p.Is(pos, CodepointClass::kLetter) &&
+                      !p.Is(pos, CodepointClass::kNumber);
+  // [^\r\n\p{L}\p{N}]?[upper]*[lower]+, then [^\r\n\p{L}\p{N}]?[upper]+[lower]*
+  for (size_t (*word_end)(const Piece&, size_t) : {TekkenCasedWordEnd, TekkenUpperWordEnd}) {
+    if (prefix) {
+      if (const size_t end = word_end(p, pos + 1); end > pos + 1) return end - pos;
+    }
+    if (const size_t end = word_end(p, pos); end > pos) return end - pos;
+  }
+  // \p{N}
+  if (p.Is(pos, CodepointClass::kNumber)) return 1;
+  // " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+  auto is_other = [&p](size_t i) {
+    return i < p.size() && !p.Is(i, CodepointClass::kWhitespace) &&
+           !p.Is(i, CodepointClass::kLetter) && !p.Is(i, CodepointClass::kNumber);
+  };
+  const size_t first = p.Cpt(pos) == ' ' ? pos + 1 : pos;
+  if (is_other(first)) {
+    const size_t end = p.RunEnd(first, is_other);
+    return p.RunEnd(end, [&p](size_t i) { return p.IsNewline(i) || p.Cpt(i) == '/'; }) - pos;
+  }
+  // \s*[\r\n]+ | \s+(?!\S) | \s+
+  return MatchWhitespace(p, pos);
+}
+
 }  // namespace
+
+std::vector<size_t> SplitTekken(const std::vector<uint32_t>& cpts) {
+  IsolatedSplitter splitter(cpts);
+  splitter.Apply(MatchTekken);
+  return splitter.TakeLengths();
+}
 
 std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts) {
   IsolatedSplitter splitter(cpts);

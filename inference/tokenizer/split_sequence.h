@@ -2,7 +2,8 @@
 // regexes, as Hugging Face's Sequence of Split(behavior "Isolated") and
 // llama.cpp's unicode_regex_split with several regexes do. Each regex runs
 // over every piece the previous one left, and every match and every stretch
-// between two matches becomes a piece of its own. The regexes are hand-coded
+// between two matches becomes a piece of its own (Mistral's tekken uses a
+// single regex the same way). The regexes are hand-coded
 // over code points (no regex engine), like the single-regex splitters in
 // bpe_pre_tokenizer.cc.
 
@@ -43,6 +44,18 @@ std::vector<size_t> SplitDeepseekV3(const std::vector<uint32_t>& cpts);
 // (U+0800..U+4E00 holds U+2000..U+200A, U+3000 and others); ringlm follows
 // the regexes. A pure function: thread-safe.
 std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts);
+
+// The same for Mistral's tekken ("tekken": Mistral Nemo, Mistral Small 3.x,
+// Devstral). One regex, as a Split of its own:
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|
+//   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|
+//   \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with the leftmost-first match of a backtracking engine (Oniguruma, which
+// Hugging Face tokenizers uses): "HelloWorld" is "Hello", "World";
+// "HTTPServer" stays whole; "\u0301HTTP" is "\u0301", "HTTP".
+// \s is White_Space. Each letter costs one more table lookup (its case),
+// a few times over when a run is backtracked. A pure function: thread-safe.
+std::vector<size_t> SplitTekken(const std::vector<uint32_t>& cpts);
 
 }  // namespace ringlm::tokenizer_internal
 
