@@ -264,6 +264,39 @@ TEST_F(HfTokenizerTest, DeepseekV3SplitSequenceMapsToDeepseekV3) {
   EXPECT_THAT(s.message(), HasSubstr("Split behavior 'MergedWithNext'"));
 }
 
+// Mistral Nemo's tokenizer.json: one Isolated Split, then ByteLevel without
+// its own regex.
+const std::string kTekken =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+TEST_F(HfTokenizerTest, TekkenSplitMapsToTekken) {
+  absl::StatusOr<SynthTokenizer> t =
+      Load(WithSplits(ByteLevelJson(), {kTekken}), ByteLevelConfig());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vocab.pre, "tekken");
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(t->vocab);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+
+  // Followed by GPT-2's regex (a ByteLevel with use_regex), it is not.
+  json j = WithSplits(ByteLevelJson(), {kTekken});
+  j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = true;
+  absl::Status s = LoadError(j, ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("the sequence of 2 splits"));
+  // Nor with another behavior.
+  j = WithSplits(ByteLevelJson(), {kTekken});
+  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
+  s = LoadError(j, ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("Split behavior 'Removed'"));
+  // Nor with one class changed (\p{N}{1,3} for \p{N}).
+  std::string other = kTekken;
+  other.replace(other.find(R"(|\p{N}|)"), 7, R"(|\p{N}{1,3}|)");
+  s = LoadError(WithSplits(ByteLevelJson(), {other}), ByteLevelConfig());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("is none of Llama 3's, Qwen 2's, GPT-2's, Mistral's tekken"));
+}
+
 TEST_F(HfTokenizerTest, SentencePieceBpeMapsToLlamaWithMergeRankScores) {
   absl::StatusOr<SynthTokenizer> t = Load(SpmJson(), SpmConfig());
   ASSERT_TRUE(t.ok()) << t.status();

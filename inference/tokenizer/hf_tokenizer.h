@@ -28,8 +28,9 @@ struct SynthTokenizer {
 //  2. model.type "BPE" with a ByteLevel pre-tokenizer or decoder ->
 //     tokenizer.ggml.model "gpt2": merges as "left right" (tokenizer.json may
 //     hold "a b" strings or ["a","b"] pairs), tokenizer.ggml.pre from the
-//     Split regex (Llama 3's -> "llama-bpe", Qwen 2's -> "qwen2", GPT-2's, or
-//     a ByteLevel pre-tokenizer with use_regex -> "gpt-2") or from DeepSeek
+//     Split regex (Llama 3's -> "llama-bpe", Qwen 2's -> "qwen2", Mistral's
+//     tekken -> "tekken", GPT-2's, or a ByteLevel pre-tokenizer with
+//     use_regex -> "gpt-2") or from DeepSeek
 //     V3's sequence of three Split regexes (-> "deepseek-v3"). Types: added
 //     tokens that are special, or look special to llama.cpp ("<|...|>",
 //     "<｜...｜>", "<unused...>", "<mask>", "<pad>", ...), CONTROL; other

@@ -34,12 +34,13 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseMerges(
 
 // tokenizer.ggml.pre for a byte-level BPE pre_tokenizer, from its Split
 // regexes in order (a ByteLevel with use_regex counts as GPT-2's regex):
-// Llama 3's alone -> "llama-bpe", Qwen 2's -> "qwen2", GPT-2's -> "gpt-2";
-// DeepSeek V3's three (\p{N}{1,3}, the CJK/kana run, the word regex) ->
-// "deepseek-v3". Unimplemented naming `file` and quoting the start of the
-// first Split regex that is in none of these, or of every regex when each is
-// known but the sequence is not; Unimplemented for a ByteLevel with
-// add_prefix_space and for a Split behavior other than "Isolated".
+// Llama 3's alone -> "llama-bpe", Qwen 2's -> "qwen2", GPT-2's -> "gpt-2",
+// Mistral's tekken regex -> "tekken"; DeepSeek V3's three (\p{N}{1,3}, the
+// CJK/kana run, the word regex) -> "deepseek-v3". Unimplemented naming
+// `file` and quoting the start of the first Split regex that is in none of
+// these, or of every regex when each is known but the sequence is not;
+// Unimplemented for a ByteLevel with add_prefix_space and for a Split
+// behavior other than "Isolated".
 absl::StatusOr<std::string> ByteLevelPreName(const nlohmann::json& root, const std::string& file);
 
 // SentencePiece-style: whether the normalizer / pre_tokenizer prepend "▁".

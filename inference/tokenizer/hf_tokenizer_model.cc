@@ -33,6 +33,8 @@ constexpr std::string_view kDeepseekV3Cjk =
     "[\xE4\xB8\x80-\xE9\xBE\xA5\xE3\x81\x80-\xE3\x82\x9F\xE3\x82\xA0-\xE3\x83\xBF]+";  // [一-龥぀-ゟ゠-ヿ]+
 constexpr std::string_view kDeepseekV3Words =
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kTekkenRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // The sequences of Split regexes (a ByteLevel with use_regex counting as
 // GPT-2's) that ringlm implements, and the tokenizer.ggml.pre of each.
@@ -47,6 +49,7 @@ const std::vector<KnownSplits>& Known() {
       {"qwen2", {kQwen2Regex}},
       {"gpt-2", {kGpt2Regex}},
       {"deepseek-v3", {kDeepseekV3Digits, kDeepseekV3Cjk, kDeepseekV3Words}},
+      {"tekken", {kTekkenRegex}},
   };
   return *known;
 }
@@ -248,7 +251,7 @@ absl::StatusOr<std::string> ByteLevelPreName(const json& root, const std::string
     if (!found) {
       return absl::UnimplementedError(absl::StrCat(
           file, ": the pre-tokenizer is not supported: Split regex ", Quote(written[i]),
-          " is none of Llama 3's, Qwen 2's, GPT-2's or DeepSeek V3's"));
+          " is none of Llama 3's, Qwen 2's, GPT-2's, Mistral's tekken or DeepSeek V3's"));
     }
   }
   std::vector<std::string> quoted;
@@ -256,7 +259,8 @@ absl::StatusOr<std::string> ByteLevelPreName(const json& root, const std::string
   return absl::UnimplementedError(absl::StrCat(
       file, ": the pre-tokenizer is not supported: the sequence of ", written.size(), " splits (",
       absl::StrJoin(quoted, ", "),
-      ") is none of Llama 3's, Qwen 2's, GPT-2's (one split each) or DeepSeek V3's (three)"));
+      ") is none of Llama 3's, Qwen 2's, GPT-2's, Mistral's tekken (one split each) or DeepSeek "
+      "V3's (three)"));
 }
 
 bool SentencePieceAddsSpacePrefix(const json& root) {
