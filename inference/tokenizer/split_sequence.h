@@ -53,8 +53,13 @@ std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts);
 // with the leftmost-first match of a backtracking engine (Oniguruma, which
 // Hugging Face tokenizers uses): "HelloWorld" is "Hello", "World";
 // "HTTPServer" stays whole; "\u0301HTTP" is "\u0301", "HTTP".
-// \s is White_Space. Each letter costs one more table lookup (its case),
-// a few times over when a run is backtracked. A pure function: thread-safe.
+// \s is White_Space, as in Hugging Face tokenizers. llama.cpp (00ad355)
+// runs an ASCII-only stand-in instead: "upper" is a letter other than a-z,
+// "lower" a letter other than A-Z, and marks are in neither; so there
+// "ΑθήναΚαι" stays one piece and a combining mark leaves its word (read
+// from its regex, not run). ringlm follows the regex, as Hugging Face does.
+// Each letter costs one more table lookup (its case), a few times over when
+// a run is backtracked. A pure function: thread-safe.
 std::vector<size_t> SplitTekken(const std::vector<uint32_t>& cpts);
 
 }  // namespace ringlm::tokenizer_internal

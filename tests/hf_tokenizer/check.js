@@ -39,6 +39,11 @@
 // regexes leave ASCII '~' (Sm) out of it, so "a ~~" splits as "a", " ",
 // "~~" there and as "a", " ~~" in HF and ringlm (the corpus text with "~~"
 // is the only one of the corpus where llama.cpp's DeepSeek V3 ids differ).
+// Likewise for Mistral's tekken: llama.cpp 00ad355 replaces its letter
+// classes by ASCII-only lookaheads (upper = a letter other than a-z, lower =
+// a letter other than A-Z, marks in neither), so non-ASCII case changes
+// ("ΑθήναΚαι") and combining marks split differently there (read from its
+// regex, not run; see inference/tokenizer/split_sequence.h).
 'use strict';
 const { execFileSync, spawnSync } = require('child_process');
 const fs = require('fs');
