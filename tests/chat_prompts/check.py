@@ -17,7 +17,8 @@ build from the same request:
     client's text plain by design. So are texts that Qwen's NFC normalizer
     would change: GGUF has no normalizer, and llama.cpp does not apply it
     either. Requests the API refuses (null user content, unknown roles) are
-    counted, not compared.
+    counted, not compared; so are prompts the template leaves empty (apart
+    from bos_token), which ringlm refuses as "rendered nothing".
 
   check.py --ringlm BIN --tool chat_prompt_tool --packages NODE_MODULES \
            --corpus corpus.json --tmp DIR
@@ -37,7 +38,7 @@ import unicodedata
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates"))
 import check_templates as ct  # noqa: E402  (skips with 77 without jinja2)
 
-PACKAGES = ["llama3_2", "qwen2_5", "qwen3", "gemma3", "internlm2", "deepseek_v3"]
+PACKAGES = ["llama3_2", "qwen2_5", "qwen3", "gemma3", "internlm2", "deepseek_v3", "mistral_nemo"]
 # Templates whose tool conversations ringlm renders in their own shape
 # (chat/template_shape.h): DeepSeek V3's never shows `tools` (ringlm tells
 # them in a system message) and shows an assistant turn's calls only when
@@ -141,10 +142,13 @@ def main():
             if "error" in mine and "ringlm.api/param" in mine["error"]:
                 refused_by_api += 1  # not a valid OpenAI request (null user content, ...)
                 continue
+            bos = special.get("bos_token")
+            if "error" in mine and "rendered nothing" in mine["error"] and ref in ("", bos):
+                both_refused += 1  # an empty prompt (Mistral's for a system message alone)
+                continue
             if "error" in mine:
                 problems.append(f"{conv['name']}: ringlm refused: {mine['error']}")
                 continue
-            bos = special.get("bos_token")
             expected = ref[len(bos):] if bos and ref.startswith(bos) and not mine["text"].startswith(bos) else ref
             if mine["text"] != expected:
                 problems.append(f"{conv['name']}: text differs:\n  hf     {expected[:300]!r}\n"
@@ -173,7 +177,7 @@ def main():
                 problems.append(f"ids differ for {text[:120]!r}:\n  hf     {theirs[:40]}\n"
                                 f"  ringlm {mine[:40]}")
         print(f"{name}: {same_text}/{len(corpus)} prompts identical to jinja2 ({both_refused} "
-              f"refused by the template in both, {refused_by_api} not valid OpenAI requests); ids "
+              f"refused by the template or empty in both, {refused_by_api} not valid OpenAI requests); ids "
               f"identical to Hugging Face's tokenizer for {same_ids}/{len(texts)} (text only: "
               f"{nfc_only} needing NFC)" +
               (f"; {tool_shaped} with tools left to the API tests" if tool_shaped else ""))
