@@ -114,14 +114,21 @@ size_t MatchDigitsUpToThree(const Piece& p, size_t pos) {
   return end - pos;
 }
 
+// The run from `pos` of code points within [lo1, hi1] or [lo2, hi2]
+// (inclusive): a bracket class of two ranges, repeated (+).
+size_t MatchTwoRangeRun(const Piece& p, size_t pos, uint32_t lo1, uint32_t hi1, uint32_t lo2,
+                        uint32_t hi2) {
+  auto in_class = [&](size_t i) {
+    const uint32_t c = p.Cpt(i);
+    return (c >= lo1 && c <= hi1) || (c >= lo2 && c <= hi2);
+  };
+  return p.RunEnd(pos, in_class) - pos;
+}
+
 // [一-龥぀-ゟ゠-ヿ]+: CJK ideographs U+4E00..U+9FA5, hiragana U+3040..U+309F
 // and katakana U+30A0..U+30FF.
 size_t MatchCjkKana(const Piece& p, size_t pos) {
-  auto in_class = [&p](size_t i) {
-    const uint32_t c = p.Cpt(i);
-    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x30FF);
-  };
-  return p.RunEnd(pos, in_class) - pos;
+  return MatchTwoRangeRun(p, pos, 0x4E00, 0x9FA5, 0x3040, 0x30FF);
 }
 
 // Whitespace alternatives shared with Llama 3's regex:
@@ -237,11 +244,7 @@ size_t MatchTrailingWhitespace(const Piece& p, size_t pos) {
 // [一-龥ࠀ-一가-퟿]+ : U+0800..U+9FA5 (the two first ranges meet at 一) and
 // U+AC00..U+D7FF.
 size_t MatchDeepseekLlmCjk(const Piece& p, size_t pos) {
-  auto in_class = [&p](size_t i) {
-    const uint32_t c = p.Cpt(i);
-    return (c >= 0x0800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF);
-  };
-  return p.RunEnd(pos, in_class) - pos;
+  return MatchTwoRangeRun(p, pos, 0x0800, 0x9FA5, 0xAC00, 0xD7FF);
 }
 
 // \p{N}+
