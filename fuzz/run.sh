@@ -7,7 +7,8 @@
 #                                               # (SECONDS, if given, caps the time)
 #
 # TARGET is announcement_fuzzer, stage_step_fuzzer, chat_request_fuzzer,
-# gguf_fuzzer, constraint_fuzzer or jinja_fuzzer (the _fuzzer suffix may be left out);
+# gguf_fuzzer, constraint_fuzzer, jinja_fuzzer or pre_tokenizer_fuzzer (the _fuzzer suffix
+# may be left out);
 # default: all of them. Prints
 # one line per target:
 #   fuzz: TARGET runs=N execs_per_sec=M seconds=S status=ok|CRASH
@@ -26,7 +27,7 @@ REPO_DIR="$(cd "$FUZZ_DIR/.." && pwd)"
 SHARED_DIR="$REPO_DIR/../shared"
 BUILD_DIR="${RINGLM_FUZZ_BUILD_DIR:-$REPO_DIR/build-fuzz}"
 ALL_TARGETS=(announcement_fuzzer stage_step_fuzzer chat_request_fuzzer gguf_fuzzer constraint_fuzzer
-             jinja_fuzzer)
+             jinja_fuzzer pre_tokenizer_fuzzer)
 
 usage() {
   sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
