@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <iterator>
 #include <vector>
 
@@ -321,31 +322,27 @@ size_t MatchTekken(const Piece& p, size_t pos) {
   return MatchWhitespace(p, pos);
 }
 
+// The pieces of `cpts` after each of `matchers`' Isolated splits, in order.
+std::vector<size_t> SplitInTurn(const std::vector<uint32_t>& cpts,
+                                std::initializer_list<Matcher> matchers) {
+  IsolatedSplitter splitter(cpts);
+  for (const Matcher match : matchers) splitter.Apply(match);
+  return splitter.TakeLengths();
+}
+
 }  // namespace
 
 std::vector<size_t> SplitTekken(const std::vector<uint32_t>& cpts) {
-  IsolatedSplitter splitter(cpts);
-  splitter.Apply(MatchTekken);
-  return splitter.TakeLengths();
+  return SplitInTurn(cpts, {MatchTekken});
 }
 
 std::vector<size_t> SplitDeepseekLlm(const std::vector<uint32_t>& cpts) {
-  IsolatedSplitter splitter(cpts);
-  splitter.Apply(MatchNewline);
-  splitter.Apply(MatchDeepseekLlmLetters);
-  splitter.Apply(MatchDeepseekLlmPunctuation);
-  splitter.Apply(MatchTrailingWhitespace);
-  splitter.Apply(MatchDeepseekLlmCjk);
-  splitter.Apply(MatchNumbers);
-  return splitter.TakeLengths();
+  return SplitInTurn(cpts, {MatchNewline, MatchDeepseekLlmLetters, MatchDeepseekLlmPunctuation,
+                            MatchTrailingWhitespace, MatchDeepseekLlmCjk, MatchNumbers});
 }
 
 std::vector<size_t> SplitDeepseekV3(const std::vector<uint32_t>& cpts) {
-  IsolatedSplitter splitter(cpts);
-  splitter.Apply(MatchDigitsUpToThree);
-  splitter.Apply(MatchCjkKana);
-  splitter.Apply(MatchDeepseekV3Words);
-  return splitter.TakeLengths();
+  return SplitInTurn(cpts, {MatchDigitsUpToThree, MatchCjkKana, MatchDeepseekV3Words});
 }
 
 }  // namespace ringlm::tokenizer_internal
