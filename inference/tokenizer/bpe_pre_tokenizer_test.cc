@@ -375,6 +375,13 @@ TEST(DeepseekLlmPreTokenizerTest, TrailingWhitespace) {
               ElementsAre("a", " \xD7\xA9\xD7\x9C", "  "));
   EXPECT_THAT(Split("\xD7\xA9\xD7\x9C  \xD7\xA9\xD7\x9C", kDeepseekLlm),
               ElementsAre("\xD7\xA9\xD7\x9C  \xD7\xA9\xD7\x9C"));
+  // A long run that \s+$ does not match (it stops before a digit), and
+  // digits before a long trailing run: \s+$ is tried at every position of
+  // such pieces, once each (a scan from each position took seconds here).
+  const std::string spaces(100000, ' ');
+  EXPECT_THAT(Split(spaces + "5", kDeepseekLlm), ElementsAre(spaces, "5"));
+  const std::string digits(100000, '5');
+  EXPECT_THAT(Split(digits + spaces, kDeepseekLlm), ElementsAre(digits, spaces));
 }
 
 TEST(DeepseekLlmPreTokenizerTest, CjkHangulAndWideRanges) {

@@ -20,9 +20,18 @@ class Piece {
  public:
   Piece(const std::vector<uint32_t>& cpts, const std::vector<CodepointClass>& classes, size_t begin,
         size_t size)
-      : cpts_(cpts.data() + begin), classes_(classes.data() + begin), size_(size) {}
+      : cpts_(cpts.data() + begin), classes_(classes.data() + begin), size_(size) {
+    trailing_space_ = size_;
+    while (trailing_space_ > 0 && classes_[trailing_space_ - 1] == CodepointClass::kWhitespace) {
+      --trailing_space_;
+    }
+  }
 
   size_t size() const { return size_; }
+  // Where the whitespace that runs to the piece's end begins (size() when
+  // it ends in something else): found once, so that \s+$ is O(1) at each
+  // position, not a scan (quadratic over a long run of spaces).
+  size_t trailing_space() const { return trailing_space_; }
   uint32_t Cpt(size_t i) const { return i < size_ ? cpts_[i] : kNone; }
   // Whether code point i exists and has class `cls`.
   bool Is(size_t i, CodepointClass cls) const { return i < size_ && classes_[i] == cls; }
@@ -49,6 +58,7 @@ class Piece {
   const uint32_t* cpts_;
   const CodepointClass* classes_;
   size_t size_;
+  size_t trailing_space_;
 };
 
 // Length of the match of one regex that starts at `pos` (regex alternatives
@@ -238,8 +248,7 @@ size_t MatchDeepseekLlmPunctuation(const Piece& p, size_t pos) {
 
 // \s+$ : whitespace that runs to the end of the piece.
 size_t MatchTrailingWhitespace(const Piece& p, size_t pos) {
-  const size_t end = p.RunEnd(pos, [&p](size_t i) { return p.Is(i, CodepointClass::kWhitespace); });
-  return end == p.size() ? end - pos : 0;
+  return pos >= p.trailing_space() ? p.size() - pos : 0;
 }
 
 // [一-龥ࠀ-一가-퟿]+ : U+0800..U+9FA5 (the two first ranges meet at 一) and
