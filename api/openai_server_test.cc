@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "api/fake_backend_for_test.h"
 #include "api/openai_format.h"
+#include "api/sse_frames_for_test.h"
 #include "api/web_page.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -28,6 +29,7 @@ namespace {
 using Json = nlohmann::json;
 using testing::FakeBackend;
 using testing::FakeScript;
+using testing::SseFrames;
 
 class ApiServerTest : public ::testing::Test {
  protected:
@@ -97,19 +99,6 @@ class ApiServerTest : public ::testing::Test {
 };
 
 const char kHello[] = R"({"messages":[{"role":"user","content":"Hello"}]})";
-
-// Splits an SSE body into the JSON of its frames; the last must be [DONE].
-std::vector<Json> SseFrames(const std::string& body) {
-  std::vector<Json> frames;
-  EXPECT_TRUE(body.size() >= 14 && body.substr(body.size() - 14) == "data: [DONE]\n\n") << body;
-  for (absl::string_view frame : absl::StrSplit(body, "\n\n", absl::SkipEmpty())) {
-    EXPECT_TRUE(frame.substr(0, 6) == "data: ") << frame;
-    EXPECT_EQ(frame.find('\n'), absl::string_view::npos) << frame;
-    if (frame == "data: [DONE]") break;
-    frames.push_back(Json::parse(std::string(frame.substr(6))));
-  }
-  return frames;
-}
 
 TEST_F(ApiServerTest, ChatCompletionHasOpenAiShape) {
   StartServer();

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "api/fake_backend_for_test.h"
 #include "api/openai_server.h"
+#include "api/sse_frames_for_test.h"
 #include "chat/npm_template_for_test.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -115,10 +115,8 @@ TEST_F(DeepSeekToolCallsTest, CallsComeBackWholeAndStreamed) {
   ASSERT_EQ(r->status, 200) << r->body;
   std::string content, finish;
   Json calls = Json::array();
-  const std::vector<std::string> frames = absl::StrSplit(r->body, "\n\n", absl::SkipEmpty());
-  for (const std::string& line : frames) {
-    if (line == "data: [DONE]") break;
-    const Json c = Json::parse(line.substr(6))["choices"][0];
+  for (const Json& frame : testing::SseFrames(r->body)) {
+    const Json& c = frame["choices"][0];
     if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
     if (c["delta"].contains("tool_calls")) {
       for (const Json& d : c["delta"]["tool_calls"]) calls.push_back(d);
