@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace ringlm {
@@ -48,17 +49,17 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModelForCli(const std::string& path,
         "quality may drop past it\n",
         m.context_size(), m.config().n_ctx_train);
   }
+  LoadProgress progress;
   if (IsTerminal(err)) {
-    m.PageIn(m.weights(), [&err](uint64_t done, uint64_t total) {
+    progress = [&err](uint64_t done, uint64_t total) {
       err << absl::StrFormat("\rloading weights: %3d%% (%llu / %llu MiB)",
                              total == 0 ? 100 : static_cast<int>(done * 100 / total),
                              static_cast<unsigned long long>(done >> 20),
                              static_cast<unsigned long long>(total >> 20));
       if (done == total) err << '\n';
-    });
-  } else {
-    m.PageIn(m.weights());
+    };
   }
+  RINGLM_RETURN_IF_ERROR((*model)->LoadIntoMemory(progress));
   return model;
 }
 

@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<DraftModel>> DraftModel::Load(const std::string& 
   if (absl::Status s = CheckSameVocabulary(target, model->tokenizer()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("draft model ", path, ": ", s.message()));
   }
-  model->PageIn(model->weights());
+  RINGLM_RETURN_IF_ERROR(model->LoadIntoMemory());
   return std::unique_ptr<DraftModel>(
       new DraftModel(std::move(model), context_size, pool, std::max<size_t>(1, max_sessions)));
 }

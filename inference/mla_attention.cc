@@ -10,7 +10,7 @@ namespace ringlm {
 namespace {
 
 void Project(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
-  MatMul(w.type, w.data, w.rows, w.cols, x, n, y, pool);
+  MatMul(w.type, w.data, w.rows, w.cols, x, n, y, pool, w.layout);
 }
 
 }  // namespace

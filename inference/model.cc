@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -78,13 +80,37 @@ void Model::Release(const StageWeights& old, const StageWeights* keep) const {
   }
 }
 
+absl::Status Model::Pack(StageWeights& weights, const LoadProgress& progress) const {
+  // Each tensor's pages go as soon as it is copied, so packing a stage
+  // never holds much more than the stage.
+  return weights.Pack(*packed_, progress, [this](const GgufTensorInfo& t) { file_->Release(t); });
+}
+
+absl::Status Model::LoadIntoMemory(const LoadProgress& progress) {
+  uint64_t packed = 0;
+  LoadProgress pack_progress;
+  if (progress) {
+    pack_progress = [&](uint64_t done, uint64_t) {
+      packed = done;
+      progress(done, weights_->bytes());
+    };
+  }
+  RINGLM_RETURN_IF_ERROR(Pack(*weights_, pack_progress));
+  PageIn(*weights_, progress ? LoadProgress([&](uint64_t done, uint64_t) {
+    progress(std::min(packed + done, weights_->bytes()), weights_->bytes());
+  })
+                             : LoadProgress());
+  return absl::OkStatus();
+}
+
 void Model::PageIn(const StageWeights& weights, const LoadProgress& progress) const {
-  const uint64_t total = weights.bytes();
+  uint64_t total = 0;
+  for (const GgufTensorInfo* t : weights.mapped_tensors()) total += t->n_bytes;
   const long page = sysconf(_SC_PAGESIZE);
   uint64_t done = 0;
   uint64_t next_report = 0;
   volatile uint8_t sink = 0;
-  for (const GgufTensorInfo* t : weights.tensors()) {
+  for (const GgufTensorInfo* t : weights.mapped_tensors()) {
     file_->Prefetch(*t);
     for (uint64_t off = 0; off < t->n_bytes; off += page) {
       sink = sink + t->data[off];

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "gguf/gguf_file.h"
 #include "inference/model_config.h"
+#include "inference/packed_weights.h"
 #include "inference/stage_weights.h"
 #include "inference/tokenizer/tokenizer.h"
 
@@ -28,9 +29,6 @@ struct ModelOptions {
   uint32_t context_size = 0;
 };
 
-// Called while weights are paged in: bytes done and bytes in all.
-using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
-
 // Owns the mapped GGUF file and everything derived from it. Immutable after
 // Load; thread-safe for concurrent readers.
 class Model {
@@ -38,9 +36,17 @@ class Model {
   static absl::StatusOr<std::unique_ptr<Model>> Load(const std::string& path,
                                                      const ModelOptions& options);
 
-  // Reads every page of `weights` so the first request does not pay for
-  // page faults. Reports progress when `progress` is set.
+  // Packs `weights` for the kernels (StageWeights::Pack) through this
+  // model's one store, dropping from memory the file's pages of each tensor
+  // once it is read from a copy. Call before the weights are shared.
+  absl::Status Pack(StageWeights& weights, const LoadProgress& progress = nullptr) const;
+  // Reads every page `weights` still reads from the file so the first
+  // request does not pay for page faults. Reports progress when `progress`
+  // is set.
   void PageIn(const StageWeights& weights, const LoadProgress& progress = nullptr) const;
+  // Pack and PageIn of this model's own weights, with one progress over
+  // both. Precondition: has_weights(), and they are not shared yet.
+  absl::Status LoadIntoMemory(const LoadProgress& progress = nullptr);
   // Drops from memory the pages of tensors `old` uses and `keep` does not,
   // so a node holds about its own share of the weights after a re-partition.
   void Release(const StageWeights& old, const StageWeights* keep) const;
@@ -71,6 +77,7 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::optional<StageWeights> weights_;
+  std::unique_ptr<PackedWeights> packed_ = std::make_unique<PackedWeights>();
   uint32_t context_size_ = 0;
   std::string fingerprint_;
 };

@@ -102,10 +102,10 @@ void AddSharedExpert(const ModelConfig& c, const MoeWeights& w, const float* x, 
   const WeightMatrix& wg = w.shared_gate;
   const WeightMatrix& wu = w.shared_up;
   const WeightMatrix& wd = w.shared_down;
-  MatMul(wg.type, wg.data, wg.rows, wg.cols, x, n, gate.data(), pool);
-  MatMul(wu.type, wu.data, wu.rows, wu.cols, x, n, up.data(), pool);
+  MatMul(wg.type, wg.data, wg.rows, wg.cols, x, n, gate.data(), pool, wg.layout);
+  MatMul(wu.type, wu.data, wu.rows, wu.cols, x, n, up.data(), pool, wu.layout);
   for (int64_t t = 0; t < n; ++t) SwiGlu(&gate[t * n_ff], &up[t * n_ff], &gate[t * n_ff], n_ff);
-  MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), n, down.data(), pool);
+  MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), n, down.data(), pool, wd.layout);
   if (w.shared_gate_inp == nullptr) {
     for (int64_t i = 0; i < n * n_embd; ++i) out[i] += down[i];
     return;
@@ -123,7 +123,7 @@ void RouterLogits(const WeightMatrix& router, const float* x, int64_t n, float* 
   if (router.type == TensorType::kF32) {
     RouterMatMul(static_cast<const float*>(router.data), router.rows, router.cols, x, n, logits);
   } else {
-    MatMul(router.type, router.data, router.rows, router.cols, x, n, logits, pool);
+    MatMul(router.type, router.data, router.rows, router.cols, x, n, logits, pool, router.layout);
   }
 }
 
@@ -194,11 +194,11 @@ void MoeFeedForward(const ModelConfig& c, const MoeWeights& w, const float* x, i
     const WeightMatrix wg = w.gate.Expert(e);
     const WeightMatrix wu = w.up.Expert(e);
     const WeightMatrix wd = w.down.Expert(e);
-    MatMul(wg.type, wg.data, wg.rows, wg.cols, xs.data(), m, gate.data(), pool);
-    MatMul(wu.type, wu.data, wu.rows, wu.cols, xs.data(), m, up.data(), pool);
+    MatMul(wg.type, wg.data, wg.rows, wg.cols, xs.data(), m, gate.data(), pool, wg.layout);
+    MatMul(wu.type, wu.data, wu.rows, wu.cols, xs.data(), m, up.data(), pool, wu.layout);
     // Row by row, as ggml's silu and mul run over rows of n_ff_exp.
     for (int64_t i = 0; i < m; ++i) SwiGlu(&gate[i * n_ff], &up[i * n_ff], &gate[i * n_ff], n_ff);
-    MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), m, down.data(), pool);
+    MatMul(wd.type, wd.data, wd.rows, wd.cols, gate.data(), m, down.data(), pool, wd.layout);
     // Scatter back, scaled by the token's weight for this expert.
     for (int64_t i = 0; i < m; ++i) {
       const int64_t t = mine[i] / k;

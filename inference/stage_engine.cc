@@ -36,7 +36,7 @@ void NormRows(const float* weight, int64_t n_rows, int64_t dim, float eps, float
 }
 
 void Project(const WeightMatrix& w, const float* x, int64_t n, float* y, ThreadPool* pool) {
-  MatMul(w.type, w.data, w.rows, w.cols, x, n, y, pool);
+  MatMul(w.type, w.data, w.rows, w.cols, x, n, y, pool, w.layout);
 }
 
 }  // namespace

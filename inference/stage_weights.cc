@@ -1,11 +1,16 @@
 #include "inference/stage_weights.h"
 
+#include <algorithm>
+#include <cassert>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "inference/ops/quant.h"
+#include "inference/packed_weights.h"
 
 namespace ringlm {
 namespace {
@@ -183,16 +188,107 @@ absl::Status LoadFeedForward(Viewer& view, const ModelConfig& c, uint32_t i, Lay
 
 }  // namespace
 
+// Both layouts keep a group of 8 rows at its offset in the file, so a part
+// that starts at a multiple of 8 rows starts where it does there.
 WeightMatrix WeightMatrix::Rows(int64_t first, int64_t count) const {
-  const TensorTypeTraits traits = TraitsOf(type);
-  const int64_t row_bytes = cols / traits.block_size * traits.block_bytes;
-  return WeightMatrix{type, count, cols, static_cast<const uint8_t*>(data) + first * row_bytes};
+  assert(layout == WeightLayout::kGguf || (first % 8 == 0 && count % 8 == 0));
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  return WeightMatrix{type, count, cols, static_cast<const uint8_t*>(data) + first * row_bytes,
+                      layout};
 }
 
 WeightMatrix ExpertMatrices::Expert(int64_t e) const {
-  const TensorTypeTraits traits = TraitsOf(type);
-  const int64_t row_bytes = cols / traits.block_size * traits.block_bytes;
-  return WeightMatrix{type, rows, cols, static_cast<const uint8_t*>(data) + e * rows * row_bytes};
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  return WeightMatrix{type, rows, cols, static_cast<const uint8_t*>(data) + e * rows * row_bytes,
+                      layout};
+}
+
+absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progress,
+                                const std::function<void(const GgufTensorInfo&)>& copied_whole) {
+  // Every matrix, experts as one matrix of all their rows.
+  struct Item {
+    WeightMatrix* matrix = nullptr;
+    ExpertMatrices* experts = nullptr;
+    WeightMatrix whole;
+    int64_t rows_per_matrix = 0;
+  };
+  std::vector<Item> items;
+  auto add = [&](WeightMatrix& m) {
+    if (m.data != nullptr) items.push_back({&m, nullptr, m, m.rows});
+  };
+  for (LayerWeights& l : layers_) {
+    for (WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wkv_b, &l.wo, &l.gate, &l.up, &l.down,
+          &l.moe.router, &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down}) {
+      add(*m);
+    }
+    for (ExpertMatrices* e : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
+      if (e->data == nullptr) continue;
+      const WeightMatrix whole{e->type, e->n_expert * e->rows, e->cols, e->data, e->layout};
+      items.push_back({nullptr, e, whole, e->rows});
+    }
+  }
+  if (!tied_output_) add(output_);  // a tied head is the embedding, read by rows too
+  std::erase_if(items, [](const Item& i) {
+    return i.whole.layout != WeightLayout::kGguf ||
+           FastestLayout(i.whole.type, i.rows_per_matrix) == WeightLayout::kGguf;
+  });
+  auto bytes_of = [](const WeightMatrix& m) { return RowBytes(m.type, m.cols) * m.rows; };
+  uint64_t total = 0;
+  for (const Item& i : items) total += bytes_of(i.whole);
+
+  // Bytes of each tensor now read from a copy: a tensor all of whose bytes
+  // are is no longer read through the mapping.
+  absl::flat_hash_map<const GgufTensorInfo*, uint64_t> copied;
+  uint64_t done = 0;
+  for (const Item& i : items) {
+    std::shared_ptr<const void> holder;
+    RINGLM_ASSIGN_OR_RETURN(WeightMatrix packed, store.Pack(i.whole, i.rows_per_matrix, &holder));
+    packed_.push_back(std::move(holder));
+    if (i.matrix != nullptr) {
+      *i.matrix = packed;
+    } else {
+      i.experts->data = packed.data;
+      i.experts->layout = packed.layout;
+    }
+    const auto* source = static_cast<const uint8_t*>(i.whole.data);
+    for (const GgufTensorInfo* t : tensors_) {
+      if (source < t->data || source >= t->data + t->n_bytes) continue;
+      copied[t] += bytes_of(i.whole);
+      if (copied[t] == t->n_bytes && copied_whole) copied_whole(*t);
+    }
+    done += bytes_of(i.whole);
+    if (progress) progress(done, total);
+  }
+  // Then the small f32 vectors between them (norms, biases): read through
+  // the mapping, each would map the pages around it (a page-cache folio,
+  // up to megabytes) and with them the copied tensors' pages again.
+  auto copy_vector = [&](const float*& v) {
+    for (const GgufTensorInfo* t : tensors_) {
+      if (v == nullptr || t->data != reinterpret_cast<const uint8_t*>(v)) continue;
+      auto owned = std::make_shared<const std::vector<float>>(v, v + t->n_bytes / sizeof(float));
+      v = owned->data();
+      packed_.push_back(std::move(owned));
+      copied[t] = t->n_bytes;
+      if (copied_whole) copied_whole(*t);
+      return;
+    }
+  };
+  if (!items.empty()) {
+    for (LayerWeights& l : layers_) {
+      for (const float** v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.q_a_norm,
+                              &l.kv_a_norm, &l.ffn_norm, &l.attn_post_norm, &l.ffn_post_norm,
+                              &l.moe.probs_bias, &l.moe.shared_gate_inp}) {
+        copy_vector(*v);
+      }
+    }
+    for (const float** v : {&output_norm_, &rope_long_, &rope_short_}) copy_vector(*v);
+  }
+  std::erase_if(mapped_tensors_, [&](const GgufTensorInfo* t) {
+    const auto it = copied.find(t);
+    return it != copied.end() && it->second == t->n_bytes;
+  });
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const ModelConfig& c,
@@ -251,6 +347,7 @@ absl::StatusOr<StageWeights> StageWeights::Load(const GgufFile& file, const Mode
         w.output_,
         view.Matrix(w.tied_output_ ? "token_embd.weight" : "output.weight", c.n_embd, c.n_vocab));
   }
+  w.mapped_tensors_ = w.tensors_;
   return w;
 }
 

@@ -4,39 +4,46 @@
 #define RINGLM_INFERENCE_STAGE_WEIGHTS_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gguf/gguf_file.h"
 #include "gguf/tensor_type.h"
 #include "inference/model_config.h"
+#include "inference/ops/weight_layout.h"
 
 namespace ringlm {
 
 // A 2-D weight: `rows` output features of `cols` input values each, rows
-// contiguous (GGUF's ne0 = cols).
+// contiguous (GGUF's ne0 = cols) as in the file, or in another layout once
+// packed (StageWeights::Pack).
 struct WeightMatrix {
   TensorType type = TensorType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
+  WeightLayout layout = WeightLayout::kGguf;
 
   // Rows [first, first + count) as a matrix of their own: a fused tensor's
   // parts (Phi-3's attn_qkv, ffn_up). Each output row is computed alone, so
   // a part gives what a separate tensor of those rows would.
-  // Precondition: 0 <= first, first + count <= rows.
+  // Precondition: 0 <= first, first + count <= rows; for kQ4_0x8 both
+  // multiples of 8.
   WeightMatrix Rows(int64_t first, int64_t count) const;
 };
 
 // A 3-D expert weight: n_expert matrices of `rows` x `cols`, stored one
 // after another (GGUF dims [cols, rows, n_expert]), so expert e's matrix is a
-// contiguous block of rows.
+// contiguous block of rows (in `layout`, each expert's its own).
 struct ExpertMatrices {
   TensorType type = TensorType::kF32;
   int64_t n_expert = 0;
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
+  WeightLayout layout = WeightLayout::kGguf;
 
   // Expert e's matrix. Precondition: 0 <= e < n_expert.
   WeightMatrix Expert(int64_t e) const;
@@ -95,10 +102,17 @@ struct LayerRange {
   uint32_t size() const { return last - first; }
 };
 
+class PackedWeights;
+
+// Called while weights are packed or paged in: bytes done and bytes in all.
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
 // Weights of the layers [range.first, range.last), plus the token embedding
 // when the range starts at layer 0 and the output norm and head when it ends
-// at the last layer. Immutable after Load and shared by all sessions; the
-// GgufFile it was loaded from must outlive it. Thread-safe (read-only).
+// at the last layer. Views into the mapped file after Load; Pack then points
+// matrices at copies in the kernels' fastest layout. Immutable after that
+// and shared by all sessions; the GgufFile it was loaded from must outlive
+// it. Thread-safe (read-only) once it is shared.
 class StageWeights {
  public:
   // Checks that every needed tensor exists with the shape the config implies
@@ -124,8 +138,23 @@ class StageWeights {
   bool tied_output() const { return tied_output_; }
   // Bytes of tensor data this stage reads (its share of the file).
   uint64_t bytes() const { return bytes_; }
-  // The tensors this stage reads, for prefetching.
+  // The tensors this stage reads, from the file or from packed copies.
   const std::vector<const GgufTensorInfo*>& tensors() const { return tensors_; }
+
+  // Points every matrix the kernels read faster in another layout
+  // (FastestLayout: Q4_0 of a multiple of 8 rows, on x86) at a copy in that
+  // layout from `store` (made now, or shared with another stage of the
+  // model), reading those tensors' bytes from the file. Touches nothing
+  // else, and then (if it copied any) the f32 vectors too. The token
+  // embedding, which is also read row by row, stays; so does a head tied to
+  // it. Call before the weights are shared. `progress` gets
+  // bytes packed of the bytes to pack; `copied_whole` each tensor as soon as
+  // all its bytes are copied, for the caller to hand its pages back.
+  absl::Status Pack(PackedWeights& store, const LoadProgress& progress = nullptr,
+                    const std::function<void(const GgufTensorInfo&)>& copied_whole = nullptr);
+  // The tensors still read through the file's mapping (all of tensors()
+  // until Pack), for paging in.
+  const std::vector<const GgufTensorInfo*>& mapped_tensors() const { return mapped_tensors_; }
 
  private:
   LayerRange range_;
@@ -139,6 +168,8 @@ class StageWeights {
   const float* rope_short_ = nullptr;  // rope_factors_short (Phi-3)
   uint64_t bytes_ = 0;
   std::vector<const GgufTensorInfo*> tensors_;
+  std::vector<const GgufTensorInfo*> mapped_tensors_;
+  std::vector<std::shared_ptr<const void>> packed_;  // the copies Pack points at
 };
 
 // Bytes of weights per layer and at either end, for planning a partition

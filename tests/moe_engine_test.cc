@@ -16,6 +16,7 @@
 #include "cli/synth/synth_model.h"
 #include "gtest/gtest.h"
 #include "inference/model.h"
+#include "inference/ops/weight_layout.h"
 #include "inference/stage_engine.h"
 
 namespace ringlm {
@@ -130,6 +131,42 @@ TEST_P(MoeEngineTest, ChunksBatchesAndThreadCountsGiveTheSameBits) {
   EXPECT_EQ(out_c, rows(3, 18));
 }
 
+// Weights packed for the kernels (Model::Pack; Q4_0 in groups of 8 rows on
+// x86) give the bits of the mapped ones, and two stages of one model that
+// hold the same layer share its copy.
+TEST_P(MoeEngineTest, PackedWeightsGiveTheBitsOfTheMappedOnes) {
+  ThreadPool pool(2);
+  std::unique_ptr<Model> mapped = Load(std::nullopt);
+  std::unique_ptr<Model> packed = Load(std::nullopt);
+  ASSERT_NE(mapped, nullptr);
+  ASSERT_NE(packed, nullptr);
+  ASSERT_TRUE(packed->LoadIntoMemory().ok());
+  const bool packs = FastestLayout(GetParam().type, 8) != WeightLayout::kGguf;
+  EXPECT_EQ(packed->weights().mapped_tensors().size() < packed->weights().tensors().size(), packs);
+  std::vector<float> expected, out;
+  StageEngine engine(mapped->config(), mapped->weights(), &pool);
+  KvCache c1 = engine.NewCache(128);
+  ASSERT_TRUE(engine.Forward(c1, {kPrompt, {}}, LogitsMode::kAllPositions, &expected).ok());
+  StageEngine packed_engine(packed->config(), packed->weights(), &pool);
+  KvCache c2 = packed_engine.NewCache(128);
+  ASSERT_TRUE(packed_engine.Forward(c2, {kPrompt, {}}, LogitsMode::kAllPositions, &out).ok());
+  EXPECT_EQ(out, expected);
+
+  std::unique_ptr<Model> node = Load(LayerRange{0, 0});
+  ASSERT_NE(node, nullptr);
+  const uint32_t n_layer = node->config().n_layer;
+  absl::StatusOr<StageWeights> before = node->LoadStage({0, n_layer});
+  absl::StatusOr<StageWeights> after = node->LoadStage({n_layer - 1, n_layer});
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_TRUE(node->Pack(*before).ok());
+  ASSERT_TRUE(node->Pack(*after).ok());
+  const LayerWeights& a = before->layer(n_layer - 1);
+  const LayerWeights& b = after->layer(n_layer - 1);
+  EXPECT_EQ(a.wo.data, b.wo.data);
+  EXPECT_EQ(a.wo.layout, packs ? WeightLayout::kQ4_0x8 : WeightLayout::kGguf);
+  EXPECT_EQ(a.moe.down.data, b.moe.down.data);
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                          testing::Values(MoeCase{"moe-tiny", TensorType::kQ8_0},
                                          MoeCase{"moe-tiny", TensorType::kF16},
@@ -138,7 +175,14 @@ INSTANTIATE_TEST_SUITE_P(Presets, MoeEngineTest,
                                          MoeCase{"deepseek3-tiny", TensorType::kQ8_0},
                                          MoeCase{"gemma2-tiny", TensorType::kQ8_0, false},
                                          MoeCase{"gemma3-tiny", TensorType::kQ8_0, false},
-                                         MoeCase{"phi3-tiny", TensorType::kQ8_0, false}),
+                                         MoeCase{"phi3-tiny", TensorType::kQ8_0, false},
+                                         // Q4_0, packed in groups of 8 rows on x86:
+                                         // experts, shared experts, MLA and
+                                         // phi3's fused tensors.
+                                         MoeCase{"moe-tiny", TensorType::kQ4_0},
+                                         MoeCase{"qwen2moe-tiny", TensorType::kQ4_0},
+                                         MoeCase{"deepseek3-tiny", TensorType::kQ4_0},
+                                         MoeCase{"phi3-tiny", TensorType::kQ4_0, false}),
                          [](const testing::TestParamInfo<MoeCase>& info) {
                            std::string name = info.param.preset + "_" +
                                               std::string(TraitsOf(info.param.type).name);

@@ -56,6 +56,20 @@ StepLimits MakeLimits(const Model& model, const std::string& self_id, uint32_t m
                     .max_step_tokens = max_step_tokens};
 }
 
+// Packs a new range's weights for the kernels (Model::Pack) before they are
+// shared, logging the copy at its start, half-way and end: on a large stage
+// it is most of the reading of the weights from disk.
+absl::Status PackWeights(const Model& model, LayerRange range, StageWeights& weights) {
+  int last_half = -1;
+  return model.Pack(weights, [&](uint64_t done, uint64_t total) {
+    const int half = static_cast<int>(done * 2 / total);
+    if (half == last_half) return;
+    last_half = half;
+    spdlog::info("packing layers [{}, {}) for the kernels: {}% of {:.1f} MiB", range.first,
+                 range.last, half * 50, total / 1048576.0);
+  });
+}
+
 }  // namespace
 
 StageRuntime::StageRuntime(const Model& model, ThreadPool* pool, Transport* transport,
@@ -83,19 +97,35 @@ void StageRuntime::Stop() {
 }
 
 absl::Status StageRuntime::SetRange(std::optional<LayerRange> range, const Handover& handover) {
+  auto make_bundle = [&](StageWeights weights) {
+    auto bundle = std::make_shared<Bundle>();
+    bundle->weights = std::make_unique<StageWeights>(std::move(weights));
+    bundle->engine = std::make_unique<StageEngine>(model_.config(), *bundle->weights, pool_);
+    return bundle;
+  };
   std::shared_ptr<Bundle> bundle;
   if (range.has_value()) {
     RINGLM_ASSIGN_OR_RETURN(StageWeights weights, model_.LoadStage(*range));
-    bundle = std::make_shared<Bundle>();
-    bundle->weights = std::make_unique<StageWeights>(std::move(weights));
-    bundle->engine = std::make_unique<StageEngine>(model_.config(), *bundle->weights, pool_);
+    RINGLM_RETURN_IF_ERROR(PackWeights(model_, *range, weights));
+    bundle = make_bundle(std::move(weights));
   }
-  std::vector<LayerRange> kept;
   std::shared_ptr<const Bundle> left;
   {
     absl::MutexLock lock(&mu_);
     left = current_;
-    previous_ = current_;
+  }
+  // The range before stays for requests on the old plan, read through the
+  // file's mapping as it was loaded: its packed copies of layers not taken
+  // go once the calls running on them end, not at the next change.
+  std::shared_ptr<Bundle> previous;
+  if (left != nullptr) {
+    RINGLM_ASSIGN_OR_RETURN(StageWeights mapped, model_.LoadStage(left->weights->range()));
+    previous = make_bundle(std::move(mapped));
+  }
+  std::vector<LayerRange> kept;
+  {
+    absl::MutexLock lock(&mu_);
+    previous_ = previous;
     current_ = bundle;
     for (const auto& b : {current_, previous_}) {
       if (b != nullptr) kept.push_back(b->weights->range());

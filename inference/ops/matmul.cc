@@ -471,11 +471,25 @@ float DotOneScalar(const DotJob& job, int64_t r, int64_t t) {
 }
 
 void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool* pool) {
+            int64_t n_tokens, float* y, ThreadPool* pool, WeightLayout layout) {
   assert(IsComputeSupported(type));
   assert(cols % TraitsOf(type).block_size == 0);
+  assert(LayoutFits(layout, type, rows));
   if (rows <= 0 || n_tokens <= 0) return;
   const DotOrder order = MatMulDotOrder(type, rows, cols, n_tokens);
+  if (layout == WeightLayout::kQ4_0x8) {
+    const QGemmTarget target = ActiveQGemmTarget();
+    if (target != QGemmTarget::kNone && QGemmHasKind(target, QGemmKind::kQ4_0x8)) {
+      QGemm(target, QGemmKind::kQ4_0x8, w, rows, cols, x, n_tokens, y, pool);
+      return;
+    }
+    // No kernel reads that layout here (another --cpu-target than the one
+    // the weights were packed for): the GGUF rows again, for this call.
+    thread_local std::vector<uint8_t> gguf_rows;
+    gguf_rows.resize(RowBytes(type, cols) * rows);
+    UnpackQ4_0x8(w, rows, cols, gguf_rows.data());
+    w = gguf_rows.data();
+  }
   // Q8_0/Q4_0/Q5_0/IQ4_NL: the batch-invariant integer GEMM, for every batch
   // size (its results equal the per-dot kernels' below bit for bit;
   // qgemm_internal.h). IQ4_NL's decode stays on the per-dot kernels, which

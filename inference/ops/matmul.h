@@ -57,6 +57,7 @@
 
 #include "gguf/tensor_type.h"
 #include "inference/ops/thread_pool.h"
+#include "inference/ops/weight_layout.h"
 
 namespace ringlm {
 
@@ -72,15 +73,19 @@ enum class DotOrder {
 DotOrder MatMulDotOrder(TensorType type, int64_t rows, int64_t cols, int64_t n_tokens);
 
 // y[t * rows + r] = dot(W row r, x row t) for t < n_tokens, r < rows.
-// W: `rows` rows of `cols` values of `type` (GGUF layout: ne0 = cols, rows
-// contiguous). x: n_tokens x cols floats. y: n_tokens x rows floats.
+// W: `rows` rows of `cols` values of `type`, in `layout` (weight_layout.h;
+// kGguf: ne0 = cols, rows contiguous). x: n_tokens x cols floats. y:
+// n_tokens x rows floats. Every layout gives the same bits; one the active
+// kernels do not read (FastestLayout) is converted on every call.
 // Activations are converted once per token; output rows are split across
 // `pool` (nullptr: run on the caller). Hot path: reuses per-thread scratch.
 // Preconditions: IsComputeSupported(type); cols is a multiple of the type's
-// block size; rows, n_tokens >= 0; y does not overlap w or x. Must not be
-// called from inside a ParallelFor of the same pool.
+// block size; rows, n_tokens >= 0; LayoutFits(layout, type, rows); y does
+// not overlap w or x. Must not be called from inside a ParallelFor of the
+// same pool.
 void MatMul(TensorType type, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool* pool);
+            int64_t n_tokens, float* y, ThreadPool* pool,
+            WeightLayout layout = WeightLayout::kGguf);
 
 // One dot product with MatMul's semantics, written plainly and slowly (it
 // converts x itself on every call). Tests compare MatMul against it.

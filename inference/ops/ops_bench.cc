@@ -38,6 +38,25 @@ bool Measured(TensorType type) {
   return name == g_only_type;
 }
 
+// The layout each matrix is measured in: the one a model's weights get on
+// this CPU (FastestLayout), or GGUF's with --layout gguf.
+bool g_gguf_layout = false;
+
+// Puts the GGUF rows of `w` into the layout measured; returns it.
+WeightLayout Lay(TensorType type, int64_t rows, int64_t cols, std::vector<uint8_t>& w) {
+  const WeightLayout layout = g_gguf_layout ? WeightLayout::kGguf : FastestLayout(type, rows);
+  if (layout == WeightLayout::kQ4_0x8) {
+    std::vector<uint8_t> packed(w.size());
+    PackQ4_0x8(w.data(), rows, cols, packed.data());
+    w = std::move(packed);
+  }
+  return layout;
+}
+
+std::string NameIn(TensorType type, WeightLayout layout) {
+  return std::string(TraitsOf(type).name) + (layout == WeightLayout::kQ4_0x8 ? "x8" : "");
+}
+
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -141,17 +160,21 @@ void FromMemoryLines(ThreadPool& pool, int reps, double read_gbs) {
     for (int64_t r = 0; r < kRows; ++r) {
       QuantizeRow(type, wf.data() + r * kCols, w.data() + r * row_bytes, kCols);
     }
+    w.resize(matrix_bytes);
+    const WeightLayout layout = Lay(type, kRows, kCols, w);
+    w.resize(matrix_bytes * copies);
     for (size_t c = 1; c < copies; ++c) {
       std::memcpy(w.data() + c * matrix_bytes, w.data(), matrix_bytes);
     }
     const double t = BestOf(reps, [&] {
       for (size_t c = 0; c < copies; ++c) {
-        MatMul(type, w.data() + c * matrix_bytes, kRows, kCols, x.data(), 1, y.data(), &pool);
+        MatMul(type, w.data() + c * matrix_bytes, kRows, kCols, x.data(), 1, y.data(), &pool,
+               layout);
       }
     });
     const double gbs = w.size() / t / 1e9;
     std::printf("decode from memory  %-6s %7.1f GB/s  %5.1f%% of read\n",
-                std::string(TraitsOf(type).name).c_str(), gbs, 100.0 * gbs / read_gbs);
+                NameIn(type, layout).c_str(), gbs, 100.0 * gbs / read_gbs);
   }
 }
 
@@ -168,12 +191,18 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[i + 1]);
     } else if (flag == "-r") {
       reps = std::atoi(argv[i + 1]);
+    } else if (flag == "--layout" &&
+               (std::string(argv[i + 1]) == "gguf" || std::string(argv[i + 1]) == "fastest")) {
+      g_gguf_layout = std::string(argv[i + 1]) == "gguf";
     } else if (flag == "--type") {
       g_only_type = argv[i + 1];
       for (char& c : g_only_type)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     } else {
-      std::fprintf(stderr, "usage: ops_bench [-t THREADS] [-r REPS] [--type NAME]\n");
+      std::fprintf(stderr,
+                   "usage: ops_bench [-t THREADS] [-r REPS] [--type NAME] [--layout gguf|fastest]\n"
+                   "  --layout: weights as in the file, or (default) as a model on this CPU\n"
+                   "  gets them (Q4_0 in groups of 8 rows where the kernels read that)\n");
       return 2;
     }
   }
@@ -215,19 +244,22 @@ int main(int argc, char** argv) {
       for (int64_t r = 0; r < s.rows; ++r) {
         QuantizeRow(type, wf.data() + r * s.cols, w.data() + r * row_bytes, s.cols);
       }
-      MatMul(type, w.data(), s.rows, s.cols, x.data(), 1, y.data(), &pool);  // warm up
-      const double t_mv = BestOf(
-          reps * 4, [&] { MatMul(type, w.data(), s.rows, s.cols, x.data(), 1, y.data(), &pool); });
+      const WeightLayout layout = Lay(type, s.rows, s.cols, w);
+      auto mv = [&] {
+        MatMul(type, w.data(), s.rows, s.cols, x.data(), 1, y.data(), &pool, layout);
+      };
+      mv();  // warm up
+      const double t_mv = BestOf(reps * 4, mv);
       // Best of `reps` after a warm-up call: one or two cold calls (first
       // touches of the scratch and outputs) read 30% low for some shapes.
       auto mm = [&] {
-        MatMul(type, w.data(), s.rows, s.cols, x.data(), kPrefillTokens, y.data(), &pool);
+        MatMul(type, w.data(), s.rows, s.cols, x.data(), kPrefillTokens, y.data(), &pool, layout);
       };
       mm();
       const double t_mm = BestOf(reps, mm);
       const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
-      std::printf("%-6s %-11s %10.3f %12.2f %14.2f\n", std::string(TraitsOf(type).name).c_str(),
-                  shape.c_str(), t_mv * 1e3, w.size() / t_mv / 1e9,
+      std::printf("%-6s %-11s %10.3f %12.2f %14.2f\n", NameIn(type, layout).c_str(), shape.c_str(),
+                  t_mv * 1e3, w.size() / t_mv / 1e9,
                   2.0 * s.rows * s.cols * kPrefillTokens / t_mm / 1e9);
     }
   }

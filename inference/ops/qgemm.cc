@@ -122,6 +122,7 @@ TensorType QGemmWeightType(QGemmKind kind) {
       return TensorType::kIQ4_NL;
     case QGemmKind::kQ4_0:
     case QGemmKind::kQ4_0Repacked:
+    case QGemmKind::kQ4_0x8:
       break;
   }
   return TensorType::kQ4_0;
@@ -129,7 +130,9 @@ TensorType QGemmWeightType(QGemmKind kind) {
 
 bool QGemmHasKind(QGemmTarget target, QGemmKind kind) {
   const QGemmKernels* k = GetQGemmKernels(target);
-  return k != nullptr && k->kernel[static_cast<int>(kind)][0][0] != nullptr;
+  if (k == nullptr) return false;
+  const QGemmKernels::Tile tile = k->tile[static_cast<int>(kind)];
+  return tile.rows > 0 && k->kernel[static_cast<int>(kind)][tile.rows - 1][0] != nullptr;
 }
 
 int AvailableQGemmTargets(QGemmTarget out[3]) {
@@ -167,9 +170,10 @@ void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int6
   const auto* xp = reinterpret_cast<const uint8_t*>(packed);
   const QGemmKernels::Tile tile = k.tile[ki];
   const int64_t n_groups = (rows + tile.rows - 1) / tile.rows;
-  if (n_tokens == 1 && k.one_token[ki][0] != nullptr) {
-    // Decode: tiles of 2 * kQGemmMaxRowPairs rows x 1 token; an odd last row
-    // takes the pair kernel (with its padding token).
+  if (n_tokens == 1 && k.one_token[ki][kQGemmMaxRowPairs - 1] != nullptr) {
+    // Decode: tiles of 2 * kQGemmMaxRowPairs rows x 1 token (kQ4_0x8: one
+    // group each); an odd last row takes the pair kernel (with its padding
+    // token).
     constexpr int64_t kTile = 2 * kQGemmMaxRowPairs;
     RunParallel(pool, (rows + kTile - 1) / kTile, [&](int64_t g0, int64_t g1) {
       float out[kTile];

@@ -55,13 +55,16 @@ enum class QGemmTarget {
 const char* QGemmTargetName(QGemmTarget target);
 
 // What a kernel computes: Q8_0, Q4_0, Q5_0 or IQ4_NL weights in ggml's
-// vec_dot order, or Q4_0 in its repacked order. Indexes the kernel tables.
-enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0, kIQ4_NL };
-inline constexpr int kQGemmKinds = 5;
+// vec_dot order, or Q4_0 in its repacked order, from GGUF rows or (kQ4_0x8)
+// from WeightLayout::kQ4_0x8 groups. Indexes the kernel tables.
+enum class QGemmKind { kQ8_0, kQ4_0, kQ4_0Repacked, kQ5_0, kIQ4_NL, kQ4_0x8 };
+inline constexpr int kQGemmKinds = 6;
 
 // out[i * out_stride + j] = dot(weight row i, token j) for i < R, j < 2P.
-// w: R rows of row_bytes (Q8_0, Q4_0 or Q5_0 blocks); x: P packed pairs,
-// pair_stride bytes apart (64-byte aligned); nb: blocks per row.
+// w: R rows of row_bytes (Q8_0, Q4_0 or Q5_0 blocks); for kQ4_0x8 a whole
+// group (weight_layout.h; R = 8; a group starts where its first row would).
+// x: P packed pairs, pair_stride bytes apart (64-byte aligned); nb: blocks
+// per row.
 using QGemmKernel = void (*)(const uint8_t* w, size_t row_bytes, const uint8_t* x,
                              size_t pair_stride, int64_t nb, float* out, int out_stride);
 
@@ -69,7 +72,7 @@ using QGemmKernel = void (*)(const uint8_t* w, size_t row_bytes, const uint8_t* 
 // pairs (kind: a QGemmKind as int). Optionally one_token[kind][rp - 1]: 2 * rp
 // rows x token 0 of one packed pair (out[i * out_stride], i < 2 * rp), for
 // single-token calls (decode).
-inline constexpr int kQGemmMaxRows = 4;
+inline constexpr int kQGemmMaxRows = 8;  // kQ4_0x8: a group; the others 4 or fewer
 inline constexpr int kQGemmMaxPairs = 4;
 inline constexpr int kQGemmMaxRowPairs = 4;
 struct QGemmKernels {
@@ -88,7 +91,7 @@ struct QGemmKernels {
 // CpuSupports's business.
 const QGemmKernels* GetQGemmKernels(QGemmTarget target);
 bool CpuSupports(QGemmTarget target);
-// The weight type `kind` computes (kQ4_0Repacked: Q4_0).
+// The weight type `kind` computes (kQ4_0Repacked, kQ4_0x8: Q4_0).
 TensorType QGemmWeightType(QGemmKind kind);
 
 // Whether `target` has kernels for `kind` (Q5_0 has none on ARM, IQ4_NL
@@ -113,7 +116,8 @@ int AvailableQGemmTargets(QGemmTarget out[3]);
 
 // y[t * rows + r] = dot(W row r, x row t) with the numerics above, using
 // `target`'s kernels for `kind`. Preconditions: cols % 32 == 0; rows,
-// n_tokens > 0; QGemmHasKind(target, kind) and CpuSupports(target).
+// n_tokens > 0 (kQ4_0x8: W in that layout, rows % 8 == 0);
+// QGemmHasKind(target, kind) and CpuSupports(target).
 // Splits row groups over `pool` (nullptr: the caller). Hot.
 void QGemm(QGemmTarget target, QGemmKind kind, const void* w, int64_t rows, int64_t cols,
            const float* x, int64_t n_tokens, float* y, ThreadPool* pool);

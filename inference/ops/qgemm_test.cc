@@ -3,6 +3,7 @@
 // thread count or kernel target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -18,8 +19,8 @@
 namespace ringlm {
 namespace {
 
-constexpr QGemmKind kKinds[] = {QGemmKind::kQ8_0, QGemmKind::kQ4_0, QGemmKind::kQ4_0Repacked,
-                                QGemmKind::kQ5_0, QGemmKind::kIQ4_NL};
+constexpr QGemmKind kKinds[] = {QGemmKind::kQ8_0, QGemmKind::kQ4_0,   QGemmKind::kQ4_0Repacked,
+                                QGemmKind::kQ5_0, QGemmKind::kIQ4_NL, QGemmKind::kQ4_0x8};
 
 const char* KindName(QGemmKind kind) {
   switch (kind) {
@@ -33,15 +34,22 @@ const char* KindName(QGemmKind kind) {
       return "q5_0";
     case QGemmKind::kIQ4_NL:
       return "iq4_nl";
+    case QGemmKind::kQ4_0x8:
+      return "q4_0x8";
   }
   return "?";
+}
+
+// Whether `kind` computes in ggml's repacked order (and needs rows % 8 == 0).
+bool IsRepacked(QGemmKind kind) {
+  return kind == QGemmKind::kQ4_0Repacked || kind == QGemmKind::kQ4_0x8;
 }
 
 struct Problem {
   QGemmKind kind;
   TensorType type;
   int64_t rows, cols, n_tokens;
-  std::vector<uint8_t> w;
+  std::vector<uint8_t> w;  // kQ4_0x8: in that layout (weight_layout.h)
   std::vector<float> x;
   std::vector<float> ref;  // n_tokens x rows, from DotRowReference
   size_t row_bytes() const { return RowBytes(type, cols); }
@@ -49,9 +57,11 @@ struct Problem {
 
 // Random weights and activations with varied magnitudes (some rows and
 // tokens tiny, some huge, some exactly zero), and the reference outputs.
+// kQ4_0x8 takes rows down to a multiple of 8 (at least 8).
 Problem MakeProblem(QGemmKind kind, int64_t rows, int64_t cols, int64_t n_tokens,
                     std::mt19937& rng) {
   const TensorType type = QGemmWeightType(kind);
+  if (kind == QGemmKind::kQ4_0x8) rows = std::max<int64_t>(8, rows / 8 * 8);
   Problem p{kind, type, rows, cols, n_tokens, {}, {}, {}};
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> log_scale(-6.0f, 6.0f);
@@ -73,10 +83,15 @@ Problem MakeProblem(QGemmKind kind, int64_t rows, int64_t cols, int64_t n_tokens
   p.ref.resize(n_tokens * rows);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      p.ref[t * rows + r] = DotRowReference(
-          type, p.w.data() + r * p.row_bytes(), p.x.data() + t * cols, cols,
-          kind == QGemmKind::kQ4_0Repacked ? DotOrder::kRepacked : DotOrder::kVecDot);
+      p.ref[t * rows + r] =
+          DotRowReference(type, p.w.data() + r * p.row_bytes(), p.x.data() + t * cols, cols,
+                          IsRepacked(kind) ? DotOrder::kRepacked : DotOrder::kVecDot);
     }
+  }
+  if (kind == QGemmKind::kQ4_0x8) {
+    std::vector<uint8_t> packed(p.w.size());
+    PackQ4_0x8(p.w.data(), rows, cols, packed.data());
+    p.w = std::move(packed);
   }
   return p;
 }
@@ -91,8 +106,9 @@ void ExpectExact(const Problem& p, QGemmTarget target, int64_t t0, int64_t n, Th
   const float* x = p.x.data() + t0 * p.cols;
   if (target == QGemmTarget::kNone) {
     const bool repacked = MatMulDotOrder(p.type, p.rows, p.cols, n) == DotOrder::kRepacked;
-    if (repacked != (p.kind == QGemmKind::kQ4_0Repacked)) return;
-    MatMul(p.type, p.w.data(), p.rows, p.cols, x, n, y.data(), pool);
+    if (repacked != IsRepacked(p.kind)) return;
+    MatMul(p.type, p.w.data(), p.rows, p.cols, x, n, y.data(), pool,
+           p.kind == QGemmKind::kQ4_0x8 ? WeightLayout::kQ4_0x8 : WeightLayout::kGguf);
   } else if (QGemmHasKind(target, p.kind)) {
     QGemm(target, p.kind, p.w.data(), p.rows, p.cols, x, n, y.data(), pool);
   } else {

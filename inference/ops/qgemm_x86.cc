@@ -37,6 +37,7 @@
 
 #include "inference/ops/matmul_internal.h"
 #include "inference/ops/quant.h"
+#include "inference/ops/weight_layout.h"
 
 namespace ringlm {
 namespace {
@@ -401,6 +402,63 @@ RINGLM_AVX2_TARGET void KernelAvx2Repacked(const uint8_t* w, size_t row_bytes, c
   for (int n = 0; n < kOutputs; ++n) out[(n / T) * out_stride + n % T] = lanes[n];
 }
 
+// AVX2, a kQ4_0x8 group (8 rows) x T tokens: one ymm holds two rows' 16
+// bytes of nibbles (row 2k in its low half, 2k + 1 in its high half), met by
+// the token's activations 0..15 (low nibbles) and 16..31 (high nibbles) in
+// both halves. maddubs then madd give each row 4 lanes; -8 * the activations
+// of each lane corrects them (exact), and three hadds leave the 8 rows'
+// totals in the order kHaddRow.
+constexpr int kHaddRow[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+template <int T>
+RINGLM_AVX2_TARGET void KernelAvx2X8(const uint8_t* w, size_t /*row_bytes*/, const uint8_t* x,
+                                     size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i k8 = _mm256_set1_epi8(8);
+  const __m256i k0f = _mm256_set1_epi8(0x0F);
+  const __m256i hadd_order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* record = w + b * kQ4_0x8RecordBytes;
+    __m256i lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 16 + 32 * k));
+      lo[k] = _mm256_and_si256(q, k0f);
+      hi[k] = _mm256_and_si256(_mm256_srli_epi16(q, 4), k0f);
+    }
+    const __m256 dw = _mm256_permutevar8x32_ps(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(record))), hadd_order);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);
+      const __m256i xlo =
+          _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
+      const __m256i xhi =
+          _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
+      // Lane sums of 4 + 4 products stay within int16 in maddubs (at most
+      // 2 * 2 * 15 * 128 in magnitude) before madd widens them.
+      const __m256i corr = _mm256_madd_epi16(
+          _mm256_add_epi16(_mm256_maddubs_epi16(k8, xlo), _mm256_maddubs_epi16(k8, xhi)), ones);
+      __m256i s[4];
+      for (int k = 0; k < 4; ++k) {
+        s[k] =
+            _mm256_sub_epi32(_mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[k], xlo),
+                                                                _mm256_maddubs_epi16(hi[k], xhi)),
+                                               ones),
+                             corr);
+      }
+      const __m256i totals =
+          _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+      const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), _mm256_mul_ps(dw, dx), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[t]);
+    for (int l = 0; l < 8; ++l) out[kHaddRow[l] * out_stride + t] = lanes[l];
+  }
+}
+
 // AVX512-VNNI, Q4_0 in the repacked order: the layouts of KernelVnni and
 // KernelVnniOneToken (one zmm = two outputs' 8 lanes: output 2i in zmm i's
 // low half, 2i + 1 in its high half); each 4 zmm are reduced to one ymm of 8
@@ -628,6 +686,66 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
   }
 }
 
+// The 8 rows' totals of a (rows 0..3, one per 128-bit chunk) and b (rows
+// 4..7), row 0 first (exact integers).
+RINGLM_VNNI_TARGET inline __m256i SumEachRow(__m512i a, __m512i b) {
+  // Chunk c: (a0 + a2, b0 + b2, a1 + a3, b1 + b3) of its lanes.
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  // Chunk c: (a, b, a, b) totals: row c, row c + 4.
+  const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
+  const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, v));
+}
+
+// A kQ4_0x8 group (8 rows) x kTokens tokens (1 for decode): per record, the
+// 8 scales (one load) and 4 + 4 rows of nibbles (two), each row's in its own
+// 128-bit chunk; per token, those meet its activations 0..15 and 16..31
+// broadcast, and the rows' lanes are reduced to 8 totals and FMA'd into its
+// 8 outputs. From L2, about twice the speed of KernelVnniRepackedOneToken
+// for decode and 1.3-1.5 times KernelVnniRepacked's 4 x 8 tile for prompts,
+// reading the weights front to back.
+template <int kTokens>
+RINGLM_VNNI_TARGET void KernelVnniX8(const uint8_t* w, size_t /*row_bytes*/, const uint8_t* x,
+                                     size_t pair_stride, int64_t nb, float* out, int out_stride) {
+  __m256 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k8 = _mm512_set1_epi8(8);
+  const __m512i k0f = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* record = w + b * kQ4_0x8RecordBytes;
+    __m512i lo[2], hi[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i q = _mm512_loadu_si512(record + 16 + 64 * h);
+      lo[h] = _mm512_and_si512(q, k0f);
+      hi[h] = _mm512_and_si512(_mm512_srli_epi16(q, 4), k0f);
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(record)));
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* xb = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);
+      const __m512i xlo =
+          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
+      const __m512i xhi =
+          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
+      // -8 * the block's activations, spread over each chunk's 4 lanes.
+      const __m512i xcorr =
+          _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, xlo), k8, xhi));
+      __m512i sum[2];
+      for (int h = 0; h < 2; ++h) {
+        sum[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xcorr, lo[h], xlo), hi[h], xhi);
+      }
+      const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum[0], sum[1])),
+                               _mm256_mul_ps(dw, dx), acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[t]);
+    for (int r = 0; r < 8; ++r) out[r * out_stride + t] = lanes[r];
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Kernel tables: every R <= rows, P <= pairs, for the tails.
 
@@ -635,6 +753,7 @@ constexpr int kIndexQ8 = static_cast<int>(QGemmKind::kQ8_0);
 constexpr int kIndexQ4 = static_cast<int>(QGemmKind::kQ4_0);
 constexpr int kIndexQ5 = static_cast<int>(QGemmKind::kQ5_0);
 constexpr int kQ4Repacked = static_cast<int>(QGemmKind::kQ4_0Repacked);
+constexpr int kQ4x8 = static_cast<int>(QGemmKind::kQ4_0x8);
 constexpr int kIndexIq4Nl = static_cast<int>(QGemmKind::kIQ4_NL);
 
 // IQ4_NL's prompt tiles (AVX-512 only; its decode stays on the per-dot
@@ -661,14 +780,17 @@ constexpr void Fill(QGemmKernels& k) {
   }
 }
 
-// The repacked Q4_0 kernels: AVX2's 2 rows x 4 tokens and 8 rows x 1 token,
-// AVX-512's 4 x 8 and 8 x 1.
+// The repacked-order Q4_0 kernels, from GGUF rows and from kQ4_0x8 groups:
+// AVX2's 2 rows x 4 tokens and 8 rows x 1 token, AVX-512's 4 x 8 and 8 x 1.
 template <bool kVnni, int R, int P>
 constexpr void FillRepacked(QGemmKernels& k) {
   if constexpr (kVnni) {
     k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelVnniRepacked<R, P>;
+    // kQ4_0x8: KernelVnniX8's whole groups (rows % 8 == 0), any P.
+    if constexpr (R == 4) k.kernel[kQ4x8][7][P - 1] = &KernelVnniX8<2 * P>;
   } else {
     k.kernel[kQ4Repacked][R - 1][P - 1] = &KernelAvx2Repacked<R, 2 * P>;
+    if constexpr (R == 2) k.kernel[kQ4x8][7][P - 1] = &KernelAvx2X8<2 * P>;
   }
   if constexpr (P > 1) {
     FillRepacked<kVnni, R, P - 1>(k);
@@ -680,8 +802,11 @@ template <bool kVnni, int RP>
 constexpr void FillRepackedOneToken(QGemmKernels& k) {
   if constexpr (kVnni) {
     k.one_token[kQ4Repacked][RP - 1] = &KernelVnniRepackedOneToken<RP>;
+    // kQ4_0x8: always whole groups (rows % 8 == 0).
+    if constexpr (RP == kQGemmMaxRowPairs) k.one_token[kQ4x8][RP - 1] = &KernelVnniX8<1>;
   } else {
     k.one_token[kQ4Repacked][RP - 1] = &KernelAvx2Repacked<2 * RP, 1>;
+    if constexpr (RP == kQGemmMaxRowPairs) k.one_token[kQ4x8][RP - 1] = &KernelAvx2X8<1>;
   }
   if constexpr (RP > 1) FillRepackedOneToken<kVnni, RP - 1>(k);
 }
@@ -710,9 +835,10 @@ QGemmKernels MakeVnniTable() {
   QGemmKernels k;
   k.tile[kIndexQ8] = k.tile[kIndexQ4] = k.tile[kIndexQ5] = {4, 4};
   k.x_offset128 = true;
-  Fill<MakeVnni, kQGemmMaxRows, kQGemmMaxPairs>(k);
+  Fill<MakeVnni, 4, kQGemmMaxPairs>(k);
   FillOneToken<kQGemmMaxRowPairs>(k);
   k.tile[kQ4Repacked] = {4, 4};
+  k.tile[kQ4x8] = {8, 4};
   FillRepacked<true, 4, 4>(k);
   k.tile[kIndexIq4Nl] = {2, 4};  // 2 x 2 x 4 zmm accumulators
   FillIq4Nl<2, 4>(k);
@@ -731,9 +857,10 @@ QGemmKernels MakeAvx2Table() {
   QGemmKernels k;
   k.tile[kIndexQ8] = k.tile[kIndexQ4] = k.tile[kIndexQ5] = {2, 2};
   k.x_offset128 = false;
-  Fill<MakeAvx2, kQGemmMaxRows, kQGemmMaxPairs>(k);
+  Fill<MakeAvx2, 4, kQGemmMaxPairs>(k);
   FillOneTokenAvx2<kQGemmMaxRowPairs>(k);
   k.tile[kQ4Repacked] = {2, 2};
+  k.tile[kQ4x8] = {8, 2};
   FillRepacked<false, 2, 2>(k);
   FillRepackedOneToken<false, kQGemmMaxRowPairs>(k);
   return k;
