@@ -622,18 +622,16 @@ RINGLM_VNNI_TARGET void KernelVnniIq4Nl(const uint8_t* w, size_t row_bytes, cons
 // into their chunks. The low nibbles (positions 0..15) meet the activations
 // 0..15 broadcast to every chunk, the high ones (16..31) activations 16..31,
 // so each chunk's 4 lanes hold its row's block sum in parts (exact), which
-// one unpack-and-add folds into the 8 rows' totals.
-// Lane l of the folded totals holds row kRowOfLane[l].
-constexpr int kRowOfLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+// one unpack-and-add folds into the 8 rows' totals (SumEachRow).
 
-// The 8 rows' totals of a (rows 0..3) and b (rows 4..7), in the order
-// kRowOfLane (exact integers).
-RINGLM_VNNI_TARGET inline __m256i SumEachChunk(__m512i a, __m512i b) {
+// The 8 rows' totals of a (rows 0..3, one per 128-bit chunk) and b (rows
+// 4..7), row 0 first (exact integers).
+RINGLM_VNNI_TARGET inline __m256i SumEachRow(__m512i a, __m512i b) {
   // Chunk c: (a0 + a2, b0 + b2, a1 + a3, b1 + b3) of its lanes.
   const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-  // Chunk c: (a, b, a, b) totals.
+  // Chunk c: (a, b, a, b) totals: row c, row c + 4.
   const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
-  const __m512i pick = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
   return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, v));
 }
 
@@ -661,12 +659,12 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
     PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
     const uint8_t* blk = w + b * kBlockBytes;
     __m512i q[2] = {zero, zero};
-    alignas(16) uint16_t d16[8] = {};  // the scales in the order kRowOfLane
+    alignas(16) uint16_t d16[8] = {};  // the rows' scales
     for (int r = 0; r < kRows; ++r) {
       const __m128i* qs = reinterpret_cast<const __m128i*>(blk + r * row_bytes + 2);
       q[r / 4] = _mm512_mask_broadcast_i32x4(q[r / 4], static_cast<__mmask16>(0xF << (4 * (r % 4))),
                                              _mm_loadu_si128(qs));
-      std::memcpy(&d16[2 * (r % 4) + r / 4], blk + r * row_bytes, sizeof(uint16_t));
+      std::memcpy(&d16[r], blk + r * row_bytes, sizeof(uint16_t));
     }
     __m512i sum[2];
     for (int h = 0; h < (kRows + 3) / 4; ++h) {
@@ -676,25 +674,12 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
     }
     if constexpr (kRows <= 4) sum[1] = zero;
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachChunk(sum[0], sum[1])), _mm256_mul_ps(dw, dx),
-                          acc);
+    acc =
+        _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum[0], sum[1])), _mm256_mul_ps(dw, dx), acc);
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
-  for (int l = 0; l < 8; ++l) {
-    if (kRowOfLane[l] < kRows) out[kRowOfLane[l] * out_stride] = lanes[l];
-  }
-}
-
-// The 8 rows' totals of a (rows 0..3, one per 128-bit chunk) and b (rows
-// 4..7), row 0 first (exact integers).
-RINGLM_VNNI_TARGET inline __m256i SumEachRow(__m512i a, __m512i b) {
-  // Chunk c: (a0 + a2, b0 + b2, a1 + a3, b1 + b3) of its lanes.
-  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-  // Chunk c: (a, b, a, b) totals: row c, row c + 4.
-  const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
-  const __m512i pick = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, v));
+  for (int r = 0; r < kRows; ++r) out[r * out_stride] = lanes[r];
 }
 
 // A kQ4_0x8 group (8 rows) x kTokens tokens (1 for decode): per record, the
