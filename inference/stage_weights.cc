@@ -203,16 +203,8 @@ WeightMatrix ExpertMatrices::Expert(int64_t e) const {
                       layout};
 }
 
-absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progress,
-                                const std::function<void(const GgufTensorInfo&)>& copied_whole) {
-  // Every matrix, experts as one matrix of all their rows.
-  struct Item {
-    WeightMatrix* matrix = nullptr;
-    ExpertMatrices* experts = nullptr;
-    WeightMatrix whole;
-    int64_t rows_per_matrix = 0;
-  };
-  std::vector<Item> items;
+std::vector<StageWeights::PackItem> StageWeights::PackableMatrices() {
+  std::vector<PackItem> items;
   auto add = [&](WeightMatrix& m) {
     if (m.data != nullptr) items.push_back({&m, nullptr, m, m.rows});
   };
@@ -229,19 +221,47 @@ absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progre
     }
   }
   if (!tied_output_) add(output_);  // a tied head is the embedding, read by rows too
-  std::erase_if(items, [](const Item& i) {
+  std::erase_if(items, [](const PackItem& i) {
     return i.whole.layout != WeightLayout::kGguf ||
            FastestLayout(i.whole.type, i.rows_per_matrix) == WeightLayout::kGguf;
   });
+  return items;
+}
+
+void StageWeights::CopyVectors(absl::flat_hash_map<const GgufTensorInfo*, uint64_t>& copied,
+                               const std::function<void(const GgufTensorInfo&)>& copied_whole) {
+  auto copy = [&](const float*& v) {
+    for (const GgufTensorInfo* t : tensors_) {
+      if (v == nullptr || t->data != reinterpret_cast<const uint8_t*>(v)) continue;
+      auto owned = std::make_shared<const std::vector<float>>(v, v + t->n_bytes / sizeof(float));
+      v = owned->data();
+      packed_.push_back(std::move(owned));
+      copied[t] = t->n_bytes;
+      if (copied_whole) copied_whole(*t);
+      return;
+    }
+  };
+  for (LayerWeights& l : layers_) {
+    for (const float** v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.q_a_norm,
+                            &l.kv_a_norm, &l.ffn_norm, &l.attn_post_norm, &l.ffn_post_norm,
+                            &l.moe.probs_bias, &l.moe.shared_gate_inp}) {
+      copy(*v);
+    }
+  }
+  for (const float** v : {&output_norm_, &rope_long_, &rope_short_}) copy(*v);
+}
+
+absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progress,
+                                const std::function<void(const GgufTensorInfo&)>& copied_whole) {
+  const std::vector<PackItem> items = PackableMatrices();
   auto bytes_of = [](const WeightMatrix& m) { return RowBytes(m.type, m.cols) * m.rows; };
   uint64_t total = 0;
-  for (const Item& i : items) total += bytes_of(i.whole);
-
+  for (const PackItem& i : items) total += bytes_of(i.whole);
   // Bytes of each tensor now read from a copy: a tensor all of whose bytes
   // are is no longer read through the mapping.
   absl::flat_hash_map<const GgufTensorInfo*, uint64_t> copied;
   uint64_t done = 0;
-  for (const Item& i : items) {
+  for (const PackItem& i : items) {
     std::shared_ptr<const void> holder;
     RINGLM_ASSIGN_OR_RETURN(WeightMatrix packed, store.Pack(i.whole, i.rows_per_matrix, &holder));
     packed_.push_back(std::move(holder));
@@ -263,27 +283,7 @@ absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progre
   // Then the small f32 vectors between them (norms, biases): read through
   // the mapping, each would map the pages around it (a page-cache folio,
   // up to megabytes) and with them the copied tensors' pages again.
-  auto copy_vector = [&](const float*& v) {
-    for (const GgufTensorInfo* t : tensors_) {
-      if (v == nullptr || t->data != reinterpret_cast<const uint8_t*>(v)) continue;
-      auto owned = std::make_shared<const std::vector<float>>(v, v + t->n_bytes / sizeof(float));
-      v = owned->data();
-      packed_.push_back(std::move(owned));
-      copied[t] = t->n_bytes;
-      if (copied_whole) copied_whole(*t);
-      return;
-    }
-  };
-  if (!items.empty()) {
-    for (LayerWeights& l : layers_) {
-      for (const float** v : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.q_a_norm,
-                              &l.kv_a_norm, &l.ffn_norm, &l.attn_post_norm, &l.ffn_post_norm,
-                              &l.moe.probs_bias, &l.moe.shared_gate_inp}) {
-        copy_vector(*v);
-      }
-    }
-    for (const float** v : {&output_norm_, &rope_long_, &rope_short_}) copy_vector(*v);
-  }
+  if (!items.empty()) CopyVectors(copied, copied_whole);
   std::erase_if(mapped_tensors_, [&](const GgufTensorInfo* t) {
     const auto it = copied.find(t);
     return it != copied.end() && it->second == t->n_bytes;

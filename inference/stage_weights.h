@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "gguf/gguf_file.h"
 #include "gguf/tensor_type.h"
@@ -157,6 +158,18 @@ class StageWeights {
   const std::vector<const GgufTensorInfo*>& mapped_tensors() const { return mapped_tensors_; }
 
  private:
+  // A matrix Pack copies (experts: all of a tensor's as one matrix).
+  struct PackItem {
+    WeightMatrix* matrix = nullptr;
+    ExpertMatrices* experts = nullptr;
+    WeightMatrix whole;
+    int64_t rows_per_matrix = 0;
+  };
+  std::vector<PackItem> PackableMatrices();
+  // Copies the f32 vectors, counting their tensors in `copied`.
+  void CopyVectors(absl::flat_hash_map<const GgufTensorInfo*, uint64_t>& copied,
+                   const std::function<void(const GgufTensorInfo&)>& copied_whole);
+
   LayerRange range_;
   bool is_last_ = false;
   bool tied_output_ = false;
