@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -21,11 +22,10 @@ struct PackedWeights::Copy {
   }
 };
 
-absl::StatusOr<WeightMatrix> PackedWeights::Pack(const WeightMatrix& m, int64_t rows_per_matrix,
+absl::StatusOr<WeightMatrix> PackedWeights::Pack(const WeightMatrix& m, WeightLayout layout,
                                                  std::shared_ptr<const void>* holder) {
-  if (m.layout != WeightLayout::kGguf) return m;
-  const WeightLayout layout = FastestLayout(m.type, rows_per_matrix);
-  if (layout == WeightLayout::kGguf) return m;
+  assert(m.layout == WeightLayout::kGguf && layout == WeightLayout::kQ4_0x8 &&
+         LayoutFits(layout, m.type, m.rows));
   const uint64_t bytes = RowBytes(m.type, m.cols) * static_cast<uint64_t>(m.rows);
   const std::pair<const void*, uint64_t> key{m.data, bytes};
   absl::MutexLock lock(&mu_);

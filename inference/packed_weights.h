@@ -21,14 +21,12 @@ namespace ringlm {
 // Thread-safe.
 class PackedWeights {
  public:
-  // `m` as the kernels read it fastest: `m` itself when that is its layout
-  // already (WeightLayout::kGguf on this CPU, or a type that has no other),
-  // else a view of a copy in that layout, made now or shared with an earlier
-  // call for the same bytes. The copy stays while `*holder` does.
-  // ResourceExhausted when the memory for a copy cannot be had.
-  // `rows_per_matrix` is m.rows, or an expert's rows when m holds all the
-  // experts of a tensor one after another.
-  absl::StatusOr<WeightMatrix> Pack(const WeightMatrix& m, int64_t rows_per_matrix,
+  // A view of a copy of `m` (GGUF rows) in `layout`, made now or shared
+  // with an earlier call for the same bytes. The copy stays while `*holder`
+  // does. ResourceExhausted when the memory for a copy cannot be had.
+  // Preconditions: m.layout is kGguf; `layout` is kQ4_0x8 and fits m's type
+  // and rows (per expert, for a matrix of all the experts of a tensor).
+  absl::StatusOr<WeightMatrix> Pack(const WeightMatrix& m, WeightLayout layout,
                                     std::shared_ptr<const void>* holder);
 
  private:

@@ -205,26 +205,27 @@ WeightMatrix ExpertMatrices::Expert(int64_t e) const {
 
 std::vector<StageWeights::PackItem> StageWeights::PackableMatrices() {
   std::vector<PackItem> items;
-  auto add = [&](WeightMatrix& m) {
-    if (m.data != nullptr) items.push_back({&m, nullptr, m, m.rows});
+  // `rows`: of one matrix (an expert's, for all the experts of a tensor).
+  auto add = [&](WeightMatrix* m, ExpertMatrices* e, const WeightMatrix& whole, int64_t rows) {
+    const WeightLayout layout = FastestLayout(whole.type, rows);
+    if (whole.data != nullptr && whole.layout == WeightLayout::kGguf &&
+        layout != WeightLayout::kGguf) {
+      items.push_back({m, e, whole, layout});
+    }
   };
   for (LayerWeights& l : layers_) {
     for (WeightMatrix* m :
          {&l.wq, &l.wk, &l.wv, &l.wq_a, &l.wq_b, &l.wkv_a, &l.wkv_b, &l.wo, &l.gate, &l.up, &l.down,
           &l.moe.router, &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down}) {
-      add(*m);
+      add(m, nullptr, *m, m->rows);
     }
     for (ExpertMatrices* e : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
-      if (e->data == nullptr) continue;
-      const WeightMatrix whole{e->type, e->n_expert * e->rows, e->cols, e->data, e->layout};
-      items.push_back({nullptr, e, whole, e->rows});
+      add(nullptr, e, WeightMatrix{e->type, e->n_expert * e->rows, e->cols, e->data, e->layout},
+          e->rows);
     }
   }
-  if (!tied_output_) add(output_);  // a tied head is the embedding, read by rows too
-  std::erase_if(items, [](const PackItem& i) {
-    return i.whole.layout != WeightLayout::kGguf ||
-           FastestLayout(i.whole.type, i.rows_per_matrix) == WeightLayout::kGguf;
-  });
+  // A tied head is the embedding, read by rows too.
+  if (!tied_output_) add(&output_, nullptr, output_, output_.rows);
   return items;
 }
 
@@ -263,7 +264,7 @@ absl::Status StageWeights::Pack(PackedWeights& store, const LoadProgress& progre
   uint64_t done = 0;
   for (const PackItem& i : items) {
     std::shared_ptr<const void> holder;
-    RINGLM_ASSIGN_OR_RETURN(WeightMatrix packed, store.Pack(i.whole, i.rows_per_matrix, &holder));
+    RINGLM_ASSIGN_OR_RETURN(WeightMatrix packed, store.Pack(i.whole, i.layout, &holder));
     packed_.push_back(std::move(holder));
     if (i.matrix != nullptr) {
       *i.matrix = packed;

@@ -163,7 +163,7 @@ class StageWeights {
     WeightMatrix* matrix = nullptr;
     ExpertMatrices* experts = nullptr;
     WeightMatrix whole;
-    int64_t rows_per_matrix = 0;
+    WeightLayout layout = WeightLayout::kGguf;  // the one to pack it in
   };
   std::vector<PackItem> PackableMatrices();
   // Copies the f32 vectors, counting their tensors in `copied`.

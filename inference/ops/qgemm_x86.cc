@@ -635,6 +635,32 @@ RINGLM_VNNI_TARGET inline __m256i SumEachRow(__m512i a, __m512i b) {
   return _mm512_castsi512_si256(_mm512_permutexvar_epi32(pick, v));
 }
 
+// A token's block as the row-per-chunk Q4_0 kernels meet it: activations
+// 0..15 (for the low nibbles) and 16..31 (high) broadcast to every 128-bit
+// chunk, -8 times their sum spread over each chunk's 4 lanes (the nibbles'
+// offset, exact), and the block's scale.
+struct ChunkActivations {
+  __m512i lo, hi, corr;
+  __m256 d;
+};
+RINGLM_VNNI_TARGET inline ChunkActivations LoadChunkActivations(const uint8_t* xb) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i k8 = _mm512_set1_epi8(8);
+  ChunkActivations a;
+  a.lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
+  a.hi = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
+  a.corr =
+      _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, a.lo), k8, a.hi));
+  a.d = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
+  return a;
+}
+
+// Each chunk's 4 lane sums of one row's block (its low nibbles `lo` and
+// high nibbles `hi`, one row per chunk) against `a`, exact.
+RINGLM_VNNI_TARGET inline __m512i ChunkLaneSums(__m512i lo, __m512i hi, const ChunkActivations& a) {
+  return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.corr, lo, a.lo), hi, a.hi);
+}
+
 template <int RP>
 RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_bytes,
                                                    const uint8_t* x, size_t /*pair_stride*/,
@@ -642,19 +668,10 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
   constexpr int kRows = 2 * RP;
   __m256 acc = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i k8 = _mm512_set1_epi8(8);
   const __m512i k0f = _mm512_set1_epi8(0x0F);
   constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* xb = x + b * kQGemmRecordBytes;
-    const __m512i xlo =
-        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
-    const __m512i xhi =
-        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
-    const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
-    // -8 * the block's activations, spread over each chunk's 4 lanes.
-    const __m512i xcorr =
-        _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, xlo), k8, xhi));
+    const ChunkActivations a = LoadChunkActivations(x + b * kQGemmRecordBytes);
     // The next tile of 2 * RP rows follows this one.
     PrefetchAhead<2 * RP * kBlockBytes>(w + 2 * RP * row_bytes + b * (2 * RP * kBlockBytes));
     const uint8_t* blk = w + b * kBlockBytes;
@@ -670,12 +687,12 @@ RINGLM_VNNI_TARGET void KernelVnniRepackedOneToken(const uint8_t* w, size_t row_
     for (int h = 0; h < (kRows + 3) / 4; ++h) {
       const __m512i lo = _mm512_and_si512(q[h], k0f);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q[h], 4), k0f);
-      sum[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xcorr, lo, xlo), hi, xhi);
+      sum[h] = ChunkLaneSums(lo, hi, a);
     }
     if constexpr (kRows <= 4) sum[1] = zero;
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
-    acc =
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum[0], sum[1])), _mm256_mul_ps(dw, dx), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum[0], sum[1])), _mm256_mul_ps(dw, a.d),
+                          acc);
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
@@ -694,8 +711,6 @@ RINGLM_VNNI_TARGET void KernelVnniX8(const uint8_t* w, size_t /*row_bytes*/, con
                                      size_t pair_stride, int64_t nb, float* out, int out_stride) {
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i k8 = _mm512_set1_epi8(8);
   const __m512i k0f = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* record = w + b * kQ4_0x8RecordBytes;
@@ -707,21 +722,12 @@ RINGLM_VNNI_TARGET void KernelVnniX8(const uint8_t* w, size_t /*row_bytes*/, con
     }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(record)));
     for (int t = 0; t < kTokens; ++t) {
-      const uint8_t* xb = x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2);
-      const __m512i xlo =
-          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb)));
-      const __m512i xhi =
-          _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(xb + 16)));
-      // -8 * the block's activations, spread over each chunk's 4 lanes.
-      const __m512i xcorr =
-          _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, k8, xlo), k8, xhi));
-      __m512i sum[2];
-      for (int h = 0; h < 2; ++h) {
-        sum[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xcorr, lo[h], xlo), hi[h], xhi);
-      }
-      const __m256 dx = _mm256_set1_ps(*reinterpret_cast<const float*>(xb + 64));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum[0], sum[1])),
-                               _mm256_mul_ps(dw, dx), acc[t]);
+      const ChunkActivations a =
+          LoadChunkActivations(x + (t / 2) * pair_stride + b * kQGemmRecordBytes + 32 * (t % 2));
+      const __m512i sum0 = ChunkLaneSums(lo[0], hi[0], a);
+      const __m512i sum1 = ChunkLaneSums(lo[1], hi[1], a);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(SumEachRow(sum0, sum1)), _mm256_mul_ps(dw, a.d),
+                               acc[t]);
     }
   }
   for (int t = 0; t < kTokens; ++t) {
