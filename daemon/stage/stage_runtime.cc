@@ -287,11 +287,13 @@ absl::Status StageRuntime::Rollback(const v1::RollbackRequest& request, const Ca
   if (record.branch_seen >= request.branch()) return absl::OkStatus();
   Truncation t{request.request_id(), record.session_key, record.serial, request.branch(),
                request.positions()};
+  if (to_truncate_.size() < options_.max_requests) to_truncate_.push_back(std::move(t));
   lock.Release();
-  if (!TryTruncate(t)) {
-    // The worker holds the session: it applies this after its batch.
-    absl::MutexLock again(&mu_);
-    if (to_truncate_.size() < options_.max_requests) to_truncate_.push_back(std::move(t));
+  // Queued first, then applied here unless the worker is running a batch:
+  // it applies the queue after it.
+  if (batch_mu_.TryLock()) {
+    ApplyTruncations();
+    batch_mu_.Unlock();
   }
   return absl::OkStatus();
 }
@@ -500,10 +502,13 @@ void StageRuntime::WorkerLoop() {
     }
     for (const std::string& id : forget) sampler_.Forget(id);
     const absl::Time start = absl::Now();
-    RunBatch(batch);
+    {
+      absl::MutexLock batch_lock(&batch_mu_);
+      RunBatch(batch);
+      // Rollbacks that came while the batch ran.
+      ApplyTruncations();
+    }
     last_forward = absl::Now() - start;
-    // Rollbacks that came while the batch held their sessions.
-    ApplyTruncations();
     if (turns != nullptr) {
       if (turns->OthersWaiting()) AwaitSendsDone(options_.handoff_wait);
       turns->Release();

@@ -266,6 +266,11 @@ class StageRuntime : public LocalStage {
   // Cancelled requests whose samplers the worker drops before its next batch.
   std::vector<std::string> to_forget_ ABSL_GUARDED_BY(mu_);
   std::vector<Truncation> to_truncate_ ABSL_GUARDED_BY(mu_);
+  // Held by the worker while it runs a batch, and by a rollback that
+  // applies the queued truncations itself (it only tries): so a
+  // truncation's moment with a session's lease never meets a step wanting
+  // it, which would fail the step as "busy".
+  absl::Mutex batch_mu_;
   uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 1;
   LastStageSampler sampler_;  // only the worker thread touches it
   // One warning line per kind per 10 s: a misbehaving peer cannot flood the log.
